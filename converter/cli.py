@@ -1,0 +1,69 @@
+"""The `poolir` command line: one click group, one thin command per module (converter/cmd_*.py).
+
+Every command is a thin layer over the public Python API. User errors (`ir.errors.PoolirError`,
+unreadable files) become one line on stderr and exit code 2; a mismatch found by `verify` is exit 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+from ir.errors import PoolirError
+
+EXIT_MISMATCH = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+
+
+def _package_version() -> str:
+    try:
+        return version("poolir")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class PoolirGroup(click.Group):
+    """Turns user errors raised by any command into one line on stderr and exit code 2."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except PoolirError as error:
+            fail(str(error))
+        except OSError as error:
+            where = f"{error.filename}: " if error.filename else ""
+            fail(f"{where}{error.strerror or error}")
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as error:  # a bug in poolir, not the user's fault
+            if os.environ.get("POOLIR_DEBUG"):
+                raise
+            click.echo(f"poolir: internal error: {type(error).__name__}: {error} "
+                       "(set POOLIR_DEBUG=1 for a traceback, and please report it)", err=True)
+            sys.exit(EXIT_INTERNAL)
+
+
+def fail(message: str) -> None:
+    """Print one error line and exit 2. For commands that detect a user error themselves."""
+    click.echo(f"poolir: error: {message}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+@click.group(cls=PoolirGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_package_version(), "--version", prog_name="poolir", message="%(prog)s %(version)s")
+def main() -> None:
+    """Convert, run, inspect and verify pooling models between ONNX and OpenVINO IR."""
+
+
+def _register() -> None:
+    from converter import cmd_convert, cmd_inspect, cmd_run, cmd_verify
+
+    for module in (cmd_convert, cmd_run, cmd_inspect, cmd_verify):
+        main.add_command(module.command)
+
+
+_register()

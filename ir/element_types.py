@@ -1,0 +1,47 @@
+"""IR element types: names, numpy dtypes, and the legacy `precision` spellings of port attributes."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from ir.errors import UnsupportedError
+
+# element_type -> numpy dtype. "boolean" is OpenVINO's bool; u1 is a packed bit type used by some
+# OpenVINO layers' constants and is read as bool after unpacking (see ir.reader).
+DTYPES: dict[str, np.dtype] = {
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "i8": np.dtype(np.int8),
+    "u8": np.dtype(np.uint8),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+    "boolean": np.dtype(np.bool_),
+    "u1": np.dtype(np.bool_),
+}
+
+# The `precision` attribute of ports (FP32, I64, BOOL, ...) -> element_type.
+PRECISIONS: dict[str, str] = {
+    "FP16": "f16", "BF16": "bf16", "FP32": "f32", "FP64": "f64",
+    "I8": "i8", "U8": "u8", "I32": "i32", "I64": "i64", "BOOL": "boolean", "U1": "u1",
+}
+PRECISION_OF: dict[str, str] = {v: k for k, v in PRECISIONS.items()}
+
+
+def dtype_of(element_type: str) -> np.dtype:
+    try:
+        return DTYPES[element_type]
+    except KeyError:
+        raise UnsupportedError(
+            f"element type {element_type!r} is not supported (supported: {', '.join(DTYPES)})") from None
+
+
+def element_type_of(dtype: np.dtype) -> str:
+    """The element type of a numpy dtype (bool maps to "boolean")."""
+    dtype = np.dtype(dtype)
+    for name, candidate in DTYPES.items():
+        if candidate == dtype and name != "u1":
+            return name
+    raise UnsupportedError(f"numpy dtype {dtype} has no IR element type (supported: {', '.join(DTYPES)})")

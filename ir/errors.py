@@ -1,0 +1,72 @@
+"""The project's errors.
+
+`PoolirError` and its subclasses are *user* errors: something is wrong with a file, a model, a
+feed or a command line, and the message says what, where. The CLI prints them as one line and
+exits 2. Any other exception escaping poolir is a bug in poolir (an internal error), never the
+user's fault, and is reported as such.
+
+A message names, in this order, the file, the layer or node, and the problem:
+
+    net.xml: layer 'pool1' (id 3, AvgPool): attribute 'strides' = '0,1': must be >= 1
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class PoolirError(Exception):
+    """A user error: bad input, unsupported content or a failed precondition the user can fix."""
+
+    def __init__(self, problem: str, *, file: str | os.PathLike | None = None, where: str | None = None):
+        self.problem = problem
+        self.file = os.fspath(file) if file is not None else None
+        self.where = where
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        parts = [p for p in (self.file, self.where) if p]
+        return ": ".join([*parts, self.problem])
+
+    def located(self, *, file: str | os.PathLike | None = None, where: str | None = None) -> "PoolirError":
+        """Return a copy of this error with the file and/or location filled in where missing."""
+        error = type(self).__new__(type(self))
+        error.__dict__.update(self.__dict__)
+        PoolirError.__init__(
+            error,
+            self.problem,
+            file=self.file if self.file is not None else file,
+            where=self.where if self.where is not None else where,
+        )
+        return error
+
+
+class InvalidModelError(PoolirError):
+    """A model file (IR .xml/.bin or .onnx) is malformed, inconsistent or out of range."""
+
+
+class UnsupportedError(PoolirError):
+    """The input is well formed but uses something poolir does not support (an op, a version, a type)."""
+
+
+class ConversionError(PoolirError):
+    """A conversion cannot keep the model's meaning exactly, so it is refused."""
+
+
+class FeedError(PoolirError):
+    """An input given to a run does not match the model (name, rank, dim or element type)."""
+
+
+class UsageError(PoolirError):
+    """A command-line or API argument is invalid."""
+
+
+def layer_label(name: str, layer_id: int | str | None = None, kind: str | None = None) -> str:
+    """The one spelling of a layer or node reference in messages: `layer 'pool1' (id 3, AvgPool)`."""
+    details = ", ".join(str(d) for d in (f"id {layer_id}" if layer_id is not None else None, kind) if d)
+    return f"layer '{name}'" + (f" ({details})" if details else "")
+
+
+def node_label(name: str, op_type: str | None = None) -> str:
+    """The one spelling of an ONNX node reference in messages: `node 'pool1' (MaxPool)`."""
+    return f"node '{name}'" + (f" ({op_type})" if op_type else "")

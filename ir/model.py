@@ -1,0 +1,138 @@
+"""The IR data model: Model, Layer, Port, Edge and dimensions.
+
+Invariants (established by `ir.read_model` and `ir.validate`, relied on everywhere else):
+- layer ids are unique; port ids are unique within a layer across its inputs and outputs;
+- every edge joins an existing output port to an existing input port; an input port has at most one edge;
+- `Layer.attrs` holds typed values (tuples of int, str, bool, float) keyed by the XML attribute
+  name, exactly as the layer's schema in `ir.schema` declares them (`exclude-pad` keeps its hyphen);
+- a Const layer's `data` is a numpy array of its element type and shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Dim:
+    """One dimension: static when min == max, dynamic otherwise; max None means unbounded.
+
+    Text forms (OpenVINO's): "8" static, "?" or "-1" unbounded, "1..8" a range, "..8" up to 8, "1.." from 1.
+    """
+
+    min: int
+    max: int | None
+
+    @classmethod
+    def static(cls, value: int) -> "Dim":
+        return cls(value, value)
+
+    @classmethod
+    def dynamic(cls) -> "Dim":
+        return cls(0, None)
+
+    @property
+    def is_static(self) -> bool:
+        return self.max is not None and self.min == self.max
+
+    @property
+    def value(self) -> int | None:
+        """The static value, or None when dynamic."""
+        return self.min if self.is_static else None
+
+    def __str__(self) -> str:
+        if self.is_static:
+            return str(self.min)
+        if self.min == 0 and self.max is None:
+            return "?"
+        return f"{self.min if self.min else ''}..{self.max if self.max is not None else ''}"
+
+
+Shape = tuple[Dim, ...]
+
+
+def static_shape(values: Any) -> Shape:
+    return tuple(Dim.static(int(v)) for v in values)
+
+
+def shape_str(shape: Shape) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+@dataclass(slots=True)
+class Port:
+    id: int
+    element_type: str | None = None  # "f32", "i64", ...; None where the file does not say
+    shape: Shape = ()
+    names: tuple[str, ...] = ()  # tensor names (IR v11 `names`)
+    rt_info: str | None = None  # serialized <rt_info> of the port, kept verbatim for round trips
+
+
+@dataclass(slots=True)
+class Layer:
+    id: int
+    name: str
+    type: str
+    version: str  # "opset1", "opset8", ...
+    attrs: dict[str, Any] = field(default_factory=dict)
+    inputs: list[Port] = field(default_factory=list)
+    outputs: list[Port] = field(default_factory=list)
+    data: np.ndarray | None = None  # Const payload
+    rt_info: str | None = None  # serialized <rt_info> of the layer, kept verbatim
+
+    @property
+    def opset(self) -> int:
+        """The opset number of `version` ("opset16" -> 16); 0 when the version is not an opsetN."""
+        digits = self.version[5:] if self.version.startswith("opset") else ""
+        return int(digits) if digits.isdigit() else 0
+
+    def port(self, port_id: int) -> Port:
+        for port in (*self.inputs, *self.outputs):
+            if port.id == port_id:
+                return port
+        raise KeyError(port_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    from_layer: int
+    from_port: int
+    to_layer: int
+    to_port: int
+
+
+@dataclass(slots=True)
+class Model:
+    name: str
+    version: int = 11  # IR version: 10 or 11
+    layers: list[Layer] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    rt_info: str | None = None  # serialized <rt_info> of the net, kept verbatim
+    source: str | None = None  # the .xml path it was read from, for messages
+
+    def layer(self, layer_id: int) -> Layer:
+        for layer in self.layers:
+            if layer.id == layer_id:
+                return layer
+        raise KeyError(layer_id)
+
+    def layers_of_type(self, layer_type: str) -> Iterator[Layer]:
+        return (layer for layer in self.layers if layer.type == layer_type)
+
+    @property
+    def parameters(self) -> list[Layer]:
+        return list(self.layers_of_type("Parameter"))
+
+    @property
+    def results(self) -> list[Layer]:
+        return list(self.layers_of_type("Result"))
+
+    def producer(self, layer_id: int, port_id: int) -> Edge | None:
+        """The edge feeding input port `port_id` of layer `layer_id`, if any."""
+        for edge in self.edges:
+            if edge.to_layer == layer_id and edge.to_port == port_id:
+                return edge
+        return None
