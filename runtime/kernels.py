@@ -1,0 +1,527 @@
+"""The numpy pooling kernels: one N-D function per reduction family (max, average, Lp, global).
+
+Every kernel takes `x` of shape (*leading, *spatial) and one `ir.geometry.AxisWindow` per trailing
+spatial axis, already resolved (pads, rounding and auto_pad are the geometry's business, not ours).
+Along one axis, output position o reads the taps
+
+    i(o, j) = o * stride - pad_begin + j * dilation,   j = 0 .. kernel-1
+
+and only *real* taps (0 <= i < length on every axis) take part. Padding taps and taps past the padded
+extent (a ceil overhang) never contribute a value and are never selected as an argmax; whether they
+count in an average's divisor is the caller's choice (`divisor`). The adapters (ONNX, IR) decide what
+their operator means and express it with these parameters.
+
+How it is computed (see shared/PERFORMANCE.md for the measurements behind each choice):
+
+* Max and sum are separable: an N-D window is the product of per-axis windows, so the kernel runs one
+  1-D pass per spatial axis, outermost axis first (its slices are long contiguous blocks).
+* A 1-D pass never pads: for every tap j the outputs that read real input form one range
+  [out_lo_j, out_hi_j), found by clipping. The interior, where every tap is real, is reduced with one
+  ufunc call per tap over the whole interior (the first two taps in one call); the few edge outputs
+  are started from the reduction's identity and receive only their real taps.
+* Large average kernels become a banded 0/1 matrix product per axis (BLAS), global average a matvec.
+* Argmax indices: max first, then an equality search over the N-D taps, keeping the first matching
+  tap in row-major scan order with arithmetic (no masked assignment); the tap number is turned into a
+  flat index at the end, from per-axis vectors.
+* Per-axis plans (tap ranges, empty windows, band matrices) depend only on the AxisWindow and are cached.
+
+Dtypes: max runs exactly in the input dtype (floats, bfloat16 and integers). Average and Lp accumulate
+in float32 (float64 for float64 input) and return the input dtype; they accept floating types only.
+The input array is never modified.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+import ml_dtypes
+import numpy as np
+
+from ir.errors import UnsupportedError, UsageError
+from ir.geometry import AxisWindow
+
+__all__ = ["IndexLayout", "max_pool", "avg_pool", "lp_pool", "global_pool", "lowest_value", "DIVISORS"]
+
+Divisor = Literal["real", "padded", "kernel"]
+DIVISORS: tuple[str, ...] = ("real", "padded", "kernel")
+
+# An average axis with a kernel at least this long is summed by a banded matrix product instead of one
+# add per tap (measured crossover on this machine: shared/PERFORMANCE.md, W6 vs W2).
+_MATMUL_MIN_KERNEL = 5
+
+
+@dataclass(frozen=True)
+class IndexLayout:
+    """How max_pool reports the position of each maximum.
+
+    The index is the flat position of the input element over axes `flatten_from..end` of x, row-major
+    (ONNX MaxPool Indices: flatten_from=0; OpenVINO MaxPool-8 `axis`, normalised to >= 0). With
+    `spatial_column_major` (ONNX storage_order=1) only the spatial part is column-major: for x of shape
+    (N, C, H, W) and flatten_from=0 the index of (n, c, h, w) is (n*C + c)*H*W + h + w*H.
+    A window without any real input element reports `empty_index`.
+    """
+
+    dtype: np.dtype = np.int64
+    flatten_from: int = 0
+    spatial_column_major: bool = False
+    empty_index: int = -1
+
+
+def lowest_value(dtype: np.dtype) -> np.generic:
+    """The lowest finite value of a dtype: -max for floats (bfloat16 included), iinfo.min for integers."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return dtype.type(np.iinfo(dtype).min)
+    if dtype.kind == "b":
+        return dtype.type(False)
+    return dtype.type(-_finfo(dtype).max)
+
+
+# --------------------------------------------------------------------------------------------------
+# Public kernels
+# --------------------------------------------------------------------------------------------------
+
+def max_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, indices: IndexLayout | None = None,
+             empty_value=None):
+    """Max over the real taps of every window; returns y, or (y, idx) when `indices` is given.
+
+    A window without a real tap gives `empty_value` (None: the lowest finite value of the dtype).
+    NaN propagates: a window containing a NaN gives NaN, and its index is that of the first NaN in
+    row-major scan order of the window (what np.argmax reports). On ties the first real tap in row-major
+    scan order of the window wins.
+    """
+    x = _as_input(x, windows)
+    _check_max_dtype(x.dtype)
+    plans = _plans(windows)
+    fill = lowest_value(x.dtype) if empty_value is None else x.dtype.type(empty_value)
+    y = x
+    for axis, plan in _outer_first(x.ndim, plans):
+        y = _reduce_axis(y, axis, plan, np.maximum, _max_identity(x.dtype), empty_fill=fill)
+    if y is x:
+        y = x.copy()
+    if indices is None:
+        return y
+    return y, _argmax_indices(x, y, plans, indices)
+
+
+def avg_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, divisor: str | Sequence[str],
+             empty_value=0.0) -> np.ndarray:
+    """Sum over the real taps divided by a per-axis count product.
+
+    `divisor` (one string, or one per spatial axis): "real" counts the real taps on that axis,
+    "padded" the taps inside the padded extent [-pad_begin, length + pad_end), "kernel" the full kernel.
+    A window whose divisor is 0 gives `empty_value`.
+    """
+    x = _as_input(x, windows)
+    acc = _accumulator_dtype(x.dtype, "avg_pool")
+    plans = _plans(windows)
+    kinds = _divisor_kinds(divisor, len(plans))
+    total = _separable_sum(x.astype(acc, copy=False), plans, allow_matmul=True)
+    counts = [_axis_counts(plan.window, kind) for plan, kind in zip(plans, kinds)]
+    divisor_nd, zero_axes = _broadcast_product(counts, acc)
+    if total is x:
+        total = total.copy()
+    np.divide(total, divisor_nd, out=total)
+    _fill_positions(total, zero_axes, empty_value)
+    return total.astype(x.dtype, copy=False)
+
+
+def lp_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, p: float) -> np.ndarray:
+    """(sum over real taps of |x|^p) ** (1/p). A window without a real tap gives 0."""
+    x = _as_input(x, windows)
+    acc = _accumulator_dtype(x.dtype, "lp_pool")
+    p = _check_p(p)
+    powered = _abs_power(x, p, acc)
+    total = _separable_sum(powered, _plans(windows), allow_matmul=True)
+    return _root(total, p).astype(x.dtype, copy=False)
+
+
+def global_pool(x: np.ndarray, kind: str, *, spatial_rank: int, p: float = 2.0) -> np.ndarray:
+    """Reduce all `spatial_rank` trailing axes, keeping them as size-1 axes (ONNX Global*Pool).
+
+    kind "avg": mean; "max": max (NaN propagates); "lp": (sum |x|^p) ** (1/p).
+    """
+    x = np.asarray(x)
+    if not isinstance(spatial_rank, (int, np.integer)) or not 1 <= spatial_rank <= x.ndim:
+        raise UsageError(f"spatial_rank {spatial_rank!r} must be between 1 and the input rank {x.ndim}")
+    leading = x.shape[: x.ndim - spatial_rank]
+    size = math.prod(x.shape[x.ndim - spatial_rank:])
+    if size == 0:
+        raise UsageError(f"global pooling needs a non-empty spatial extent, got shape {x.shape}")
+    rows = np.ascontiguousarray(x).reshape(math.prod(leading), size)
+    if kind == "max":
+        _check_max_dtype(x.dtype)
+        result = rows.max(axis=1)
+    elif kind == "avg":
+        acc = _accumulator_dtype(x.dtype, "global_pool(avg)")
+        # A matvec with a ones vector is a BLAS sum: measured 13x faster than rows.sum(axis=1).
+        result = rows.astype(acc, copy=False) @ np.ones(size, dtype=acc)
+        result /= acc.type(size)
+    elif kind == "lp":
+        acc = _accumulator_dtype(x.dtype, "global_pool(lp)")
+        p = _check_p(p)
+        if p == 2.0:
+            wide = rows.astype(acc, copy=False)
+            result = np.sqrt(np.einsum("ij,ij->i", wide, wide))
+        else:
+            result = _root(_abs_power(rows, p, acc) @ np.ones(size, dtype=acc), p)
+    else:
+        raise UsageError(f"global pool kind {kind!r} is not one of avg, max, lp")
+    return result.astype(x.dtype, copy=False).reshape(leading + (1,) * spatial_rank)
+
+
+# --------------------------------------------------------------------------------------------------
+# Per-axis plans
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class _Tap:
+    """One tap j of one axis: outputs [out_lo, out_hi) read real input starting at in_start."""
+
+    j: int
+    out_lo: int
+    out_hi: int
+    in_start: int
+
+
+@dataclass(frozen=True)
+class _AxisPlan:
+    window: AxisWindow
+    taps: tuple[_Tap, ...]           # only taps that read real input for at least one output
+    interior: tuple[int, int]        # outputs where every one of the kernel's taps is real (may be empty)
+    empty: np.ndarray                # output positions with no real tap at all
+
+    def input_slice(self, tap: _Tap, lo: int, hi: int) -> slice:
+        """Input positions read by `tap` for outputs [lo, hi) (a subrange of [tap.out_lo, tap.out_hi))."""
+        stride = self.window.stride
+        start = tap.in_start + (lo - tap.out_lo) * stride
+        return slice(start, start + (hi - lo - 1) * stride + 1, stride)
+
+    @property
+    def is_identity(self) -> bool:
+        w = self.window
+        return w.kernel == 1 and w.stride == 1 and w.pad_begin == 0 and w.output == w.length
+
+
+@functools.lru_cache(maxsize=256)
+def _axis_plan(window: AxisWindow) -> _AxisPlan:
+    taps = []
+    ranges = []
+    for j in range(window.kernel):
+        offset = j * window.dilation - window.pad_begin       # input position of output 0's tap j
+        lo = max(0, -(offset // window.stride))     # ceil(-offset / s): first output reading i >= 0
+        hi = min(window.output, (window.length - 1 - offset) // window.stride + 1)
+        ranges.append((lo, hi))
+        if lo < hi:
+            taps.append(_Tap(j, lo, hi, lo * window.stride + offset))
+    # The interior is the intersection of every tap's range (all k taps, including those never real).
+    interior_lo = max(lo for lo, _ in ranges)
+    interior_hi = min(hi for _, hi in ranges)
+    interior = (interior_lo, interior_hi) if interior_lo < interior_hi else (0, 0)
+    empty = np.flatnonzero(window.real_taps() == 0)
+    return _AxisPlan(window, tuple(taps), interior, empty)
+
+
+def _plans(windows: Sequence[AxisWindow]) -> tuple[_AxisPlan, ...]:
+    return tuple(_axis_plan(w) for w in windows)
+
+
+# --------------------------------------------------------------------------------------------------
+# 1-D passes
+# --------------------------------------------------------------------------------------------------
+
+def _outer_first(ndim: int, plans: Sequence[_AxisPlan]):
+    """(array axis, plan) for every spatial axis that changes something, outermost first."""
+    first = ndim - len(plans)
+    return [(first + k, plan) for k, plan in enumerate(plans) if not plan.is_identity]
+
+
+def _reduce_axis(x: np.ndarray, axis: int, plan: _AxisPlan, ufunc: np.ufunc, identity,
+                 empty_fill=None) -> np.ndarray:
+    """One 1-D pass of `ufunc` (np.maximum or np.add) over the real taps along `axis` of contiguous x."""
+    shape = x.shape
+    before, length, after = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+    n_out = plan.window.output
+    x3 = x.reshape(before, length, after)
+    out3 = np.empty((before, n_out, after), dtype=x.dtype)
+
+    lo, hi = plan.interior
+    if lo < hi:
+        region = out3[:, lo:hi]
+        taps = plan.taps   # every tap is real on the interior
+        first = x3[:, plan.input_slice(taps[0], lo, hi)]
+        if len(taps) == 1:
+            np.copyto(region, first)
+        else:
+            ufunc(first, x3[:, plan.input_slice(taps[1], lo, hi)], out=region)
+            for tap in taps[2:]:
+                ufunc(region, x3[:, plan.input_slice(tap, lo, hi)], out=region)
+    for seg_lo, seg_hi in ((0, lo), (hi, n_out)) if lo < hi else ((0, n_out),):
+        if seg_lo >= seg_hi:
+            continue
+        out3[:, seg_lo:seg_hi] = identity
+        for tap in plan.taps:
+            a, b = max(seg_lo, tap.out_lo), min(seg_hi, tap.out_hi)
+            if a < b:
+                region = out3[:, a:b]
+                ufunc(region, x3[:, plan.input_slice(tap, a, b)], out=region)
+    if empty_fill is not None and plan.empty.size:
+        out3[:, plan.empty] = empty_fill
+    return out3.reshape(shape[:axis] + (n_out,) + shape[axis + 1:])
+
+
+@functools.lru_cache(maxsize=256)
+def _band_matrix(window: AxisWindow, dtype: np.dtype) -> np.ndarray:
+    """M[o, i] = 1 where input i is a real tap of output o, so that a sum pass is M @ x."""
+    matrix = np.zeros((window.output, window.length), dtype=dtype)
+    plan = _axis_plan(window)
+    for tap in plan.taps:
+        rows = np.arange(tap.out_lo, tap.out_hi)
+        matrix[rows, tap.in_start + (rows - tap.out_lo) * window.stride] = 1
+    matrix.flags.writeable = False
+    return matrix
+
+
+def _sum_axis_matmul(x: np.ndarray, axis: int, plan: _AxisPlan) -> np.ndarray:
+    shape = x.shape
+    before, length, after = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+    matrix = _band_matrix(plan.window, x.dtype)
+    n_out = plan.window.output
+    if after == 1:
+        out = np.matmul(x.reshape(before, length), matrix.T)
+    else:
+        out = np.matmul(matrix, x.reshape(before, length, after))
+    return out.reshape(shape[:axis] + (n_out,) + shape[axis + 1:])
+
+
+def _separable_sum(x: np.ndarray, plans: Sequence[_AxisPlan], *, allow_matmul: bool) -> np.ndarray:
+    """Sum over the real taps of every window (x is already in the accumulation dtype)."""
+    y = x
+    for axis, plan in _outer_first(x.ndim, plans):
+        if allow_matmul and plan.window.kernel >= _MATMUL_MIN_KERNEL:
+            y = _sum_axis_matmul(y, axis, plan)
+        else:
+            y = _reduce_axis(y, axis, plan, np.add, 0)
+    return y
+
+
+# --------------------------------------------------------------------------------------------------
+# Argmax indices
+# --------------------------------------------------------------------------------------------------
+
+def _argmax_indices(x: np.ndarray, y: np.ndarray, plans: Sequence[_AxisPlan], layout: IndexLayout) -> np.ndarray:
+    """Flat index of the first real tap (row-major scan of the window) equal to the window's max.
+
+    For every N-D tap t (in any order) and every output whose tap t is real, a match scores
+    K - t (K = number of taps); the running maximum of scores is the first matching tap. Windows that
+    hold a NaN match their first NaN instead (y is NaN there and NaN never compares equal).
+    """
+    rank = len(plans)
+    lead_shape = x.shape[: x.ndim - rank]
+    rows = math.prod(lead_shape)
+    xs = x.reshape((rows,) + x.shape[x.ndim - rank:])
+    ys = y.reshape((rows,) + y.shape[y.ndim - rank:])
+    n_taps = math.prod(p.window.kernel for p in plans)
+    score_dtype = np.uint8 if n_taps < 2**8 else np.uint16 if n_taps < 2**16 else np.uint32
+    best = np.zeros(ys.shape, dtype=score_dtype)
+    scratch_eq = np.empty(ys.shape, dtype=bool)
+    scratch_score = np.empty(ys.shape, dtype=score_dtype)
+    has_nan = x.dtype.kind == "f" or x.dtype == np.dtype(ml_dtypes.bfloat16)
+    has_nan = has_nan and bool(np.isnan(ys).any())
+    y_nan = np.isnan(ys) if has_nan else None
+
+    # Per-axis taps in row-major order: tap number t = sum_a j_a * prod(kernel of later axes).
+    for combo in itertools.product(*(plan.taps for plan in plans)):
+        out_region = (slice(None),) + tuple(slice(t.out_lo, t.out_hi) for t in combo)
+        in_region = (slice(None),) + tuple(plan.input_slice(t, t.out_lo, t.out_hi) for plan, t in zip(plans, combo))
+        number = 0
+        for plan, t in zip(plans, combo):
+            number = number * plan.window.kernel + t.j
+        eq = scratch_eq[out_region]
+        np.equal(xs[in_region], ys[out_region], out=eq)
+        if has_nan:
+            eq |= np.isnan(xs[in_region]) & y_nan[out_region]
+        score = scratch_score[out_region]
+        np.multiply(eq, score_dtype(n_taps - number), out=score)
+        np.maximum(best[out_region], score, out=best[out_region])
+
+    index = _flat_index(x.shape, plans, layout, best, n_taps)
+    # best == 0 only where no tap is real (every other window matches its own max or first NaN).
+    for k, plan in enumerate(plans):
+        if plan.empty.size:
+            region = [slice(None)] * index.ndim
+            region[index.ndim - rank + k] = plan.empty
+            index[tuple(region)] = layout.empty_index
+    return index
+
+
+def _flat_index(x_shape: tuple[int, ...], plans: Sequence[_AxisPlan], layout: IndexLayout,
+                best: np.ndarray, n_taps: int) -> np.ndarray:
+    """index = (leading part) + sum_a (start_a[o_a] + j_a * dilation_a) * multiplier_a."""
+    ndim = len(x_shape)
+    rank = len(plans)
+    flatten_from = layout.flatten_from
+    if not 0 <= flatten_from < ndim:
+        raise UsageError(f"index flatten_from {flatten_from} is outside the input rank {ndim}")
+    multipliers = [0] * ndim
+    spatial_axes = list(range(ndim - rank, ndim))
+    order = list(range(ndim))
+    if layout.spatial_column_major:
+        # Leading axes row-major (outermost first), then the spatial axes innermost-first.
+        order = [a for a in order if a < ndim - rank] + spatial_axes[::-1]
+    step = 1
+    for axis in reversed(order):
+        if axis >= flatten_from:
+            multipliers[axis] = step
+            step *= x_shape[axis]
+    out_shape = x_shape[: ndim - rank] + tuple(p.window.output for p in plans)
+    wide = np.int64
+    index = np.zeros(out_shape, dtype=wide)
+    for axis in range(ndim - rank):
+        if multipliers[axis]:
+            shape = [1] * ndim
+            shape[axis] = x_shape[axis]
+            index += (np.arange(x_shape[axis], dtype=wide) * multipliers[axis]).reshape(shape)
+    offsets = np.zeros(n_taps + 1, dtype=wide)   # indexed by score = n_taps - tap number
+    numbers = np.arange(n_taps)
+    remaining = numbers.copy()
+    tap_offset = np.zeros(n_taps, dtype=wide)
+    for k in reversed(range(rank)):
+        plan = plans[k]
+        axis = ndim - rank + k
+        j = remaining % plan.window.kernel
+        remaining //= plan.window.kernel
+        tap_offset += j * plan.window.dilation * multipliers[axis]
+        if multipliers[axis]:
+            shape = [1] * ndim
+            shape[axis] = plan.window.output
+            index += (plan.window.starts() * multipliers[axis]).reshape(shape)
+    offsets[n_taps - numbers] = tap_offset
+    index += offsets[best.reshape(out_shape)]
+    return index.astype(layout.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------------
+
+def _as_input(x, windows: Sequence[AxisWindow]) -> np.ndarray:
+    x = np.ascontiguousarray(x)
+    rank = len(windows)
+    if rank < 1 or rank > x.ndim:
+        raise UsageError(f"{rank} pooling windows for an input of rank {x.ndim}")
+    for k, window in enumerate(windows):
+        length = x.shape[x.ndim - rank + k]
+        if window.length != length:
+            raise UsageError(f"spatial axis {k}: the window was resolved for length {window.length}, "
+                             f"the input has {length}")
+    return x
+
+
+def _finfo(dtype: np.dtype):
+    return ml_dtypes.finfo(dtype) if dtype == np.dtype(ml_dtypes.bfloat16) else np.finfo(dtype)
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype == np.dtype(ml_dtypes.bfloat16)
+
+
+def _check_max_dtype(dtype: np.dtype) -> None:
+    if not (_is_float(dtype) or dtype.kind in "iu"):
+        raise UnsupportedError(f"max pooling of element type {dtype} is not supported "
+                               "(floating types and integers are)")
+
+
+def _max_identity(dtype: np.dtype):
+    """The identity of max: -inf for floats (so a real -inf survives), iinfo.min for integers."""
+    return dtype.type(-np.inf) if _is_float(dtype) else lowest_value(dtype)
+
+
+def _accumulator_dtype(dtype: np.dtype, what: str) -> np.dtype:
+    if not _is_float(dtype):
+        raise UnsupportedError(f"{what} of element type {dtype} is not supported "
+                               "(float16, bfloat16, float32 and float64 are)")
+    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
+
+
+def _check_p(p) -> float:
+    try:
+        value = float(p)
+    except (TypeError, ValueError):
+        raise UsageError(f"Lp pooling p {p!r} is not a number") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise UsageError(f"Lp pooling p {p!r} must be a positive finite number")
+    return value
+
+
+def _abs_power(x: np.ndarray, p: float, acc: np.dtype) -> np.ndarray:
+    """|x| ** p in the accumulation dtype, as a fresh array (p = 1 and 2 exactly, without pow)."""
+    wide = x.astype(acc)   # always a copy: the in-place steps below must not touch the caller's x
+    if p == 2.0:
+        return np.multiply(wide, wide, out=wide)
+    np.abs(wide, out=wide)
+    if p != 1.0:
+        np.power(wide, acc.type(p), out=wide)
+    return wide
+
+
+def _root(total: np.ndarray, p: float) -> np.ndarray:
+    if p == 1.0:
+        return total
+    if p == 2.0:
+        return np.sqrt(total, out=total)
+    return np.power(total, total.dtype.type(1.0 / p), out=total)
+
+
+def _divisor_kinds(divisor: str | Sequence[str], rank: int) -> tuple[str, ...]:
+    kinds = (divisor,) * rank if isinstance(divisor, str) else tuple(divisor)
+    if len(kinds) != rank:
+        raise UsageError(f"divisor has {len(kinds)} entries for {rank} spatial axes")
+    for kind in kinds:
+        if kind not in DIVISORS:
+            raise UsageError(f"divisor {kind!r} is not one of {', '.join(DIVISORS)}")
+    return kinds
+
+
+def _axis_counts(window: AxisWindow, kind: str) -> np.ndarray:
+    if kind == "real":
+        return window.real_taps()
+    if kind == "padded":
+        return window.padded_taps()
+    return np.full(window.output, window.kernel, dtype=np.int64)
+
+
+def _broadcast_product(counts: Sequence[np.ndarray], dtype: np.dtype):
+    """The product of per-axis count vectors, broadcast over the trailing axes (a scalar when uniform).
+
+    Zero counts are replaced by 1 (their windows are overwritten with the empty value afterwards);
+    returns (divisor, [(axis from the end, positions), ...]) for those windows.
+    """
+    rank = len(counts)
+    zero_axes = []
+    scalar = 1
+    product = None
+    for k, count in enumerate(counts):
+        zeros = np.flatnonzero(count == 0)
+        if zeros.size:
+            zero_axes.append((rank - k, zeros))
+            count = np.where(count == 0, 1, count)
+        if np.all(count == count[0]):
+            scalar *= int(count[0])
+            continue
+        shaped = count.astype(dtype).reshape((-1,) + (1,) * (rank - 1 - k))
+        product = shaped if product is None else product * shaped
+    if product is None:
+        return dtype.type(scalar), zero_axes
+    return product * dtype.type(scalar), zero_axes
+
+
+def _fill_positions(y: np.ndarray, zero_axes, value) -> None:
+    for from_end, positions in zero_axes:
+        region = [slice(None)] * y.ndim
+        region[y.ndim - from_end] = positions
+        y[tuple(region)] = value
