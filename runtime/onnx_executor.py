@@ -1,0 +1,217 @@
+"""Executes ONNX graphs with ONNX operator semantics (the attribute readings live in runtime.onnx_ops).
+
+`OnnxProgram(model)` does all the work that does not depend on the feeds, once:
+- resolves the default-domain opset and each node's version row; an unsupported op (or domain, or a
+  version older than poolir's first row) is an UnsupportedError listing EVERY such node of the model;
+- reads initializers and evaluates Constant nodes;
+- orders the nodes topologically (a dangling input or a cycle is an InvalidModelError naming the node);
+- normalises and validates every node's attributes and binds it to its kernel (runtime.onnx_ops);
+  geometry is resolved now when onnx's shape inference knows the input shape, else on the first run
+  with a new shape;
+- computes when each intermediate value can be released, to keep peak memory low.
+
+`execute(feeds)` then only walks the list of bound steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
+from runtime.onnx_ops import ADAPTERS, OP_VERSIONS, NodeContext, constant_value, normalize_attributes, onnx_dtype, op_version
+from runtime.session import TensorSpec
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+# The newest default-domain opset whose operator versions poolir's tables were checked against (onnx 1.23).
+# A newer opset may redefine an op without poolir noticing, so it is refused.
+MAX_OPSET = 28
+
+
+def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None, tuple | None]]:
+    """Element type and shape (None where unknown) of every value onnx's shape inference can type."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+        graph = inferred.graph
+    except Exception:  # inference is a planning aid only; the run-time checks remain
+        graph = model.graph
+    infos = {}
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        tensor_type = value.type.tensor_type
+        if not value.type.HasField("tensor_type"):
+            continue
+        try:
+            dtype = onnx_dtype(tensor_type.elem_type) if tensor_type.elem_type else None
+        except UsageError:
+            dtype = None
+        shape = None
+        if tensor_type.HasField("shape"):
+            shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+        infos[value.name] = (dtype, shape)
+    return infos
+
+
+class OnnxProgram:
+    """An ONNX graph planned for execution. Implements runtime.session.Program."""
+
+    def __init__(self, model: onnx.ModelProto, *, source: str | None = None):
+        self.source = source
+        graph = model.graph
+        opsets = {(imp.domain or ""): imp.version for imp in model.opset_import}
+        if "ai.onnx" in opsets:
+            opsets.setdefault("", opsets["ai.onnx"])
+        self.opset = opsets.get("")
+        if self.opset is None:
+            raise InvalidModelError("the model imports no opset for the default ONNX domain", file=source)
+        if self.opset > MAX_OPSET:
+            raise UnsupportedError(f"opset {self.opset} is newer than the newest opset poolir knows ({MAX_OPSET})",
+                                   file=source)
+        self._check_supported(graph, opsets)
+
+        self._constants: dict[str, np.ndarray] = {}
+        for initializer in graph.initializer:
+            try:
+                self._constants[initializer.name] = numpy_helper.to_array(initializer)
+            except Exception as error:
+                raise InvalidModelError(f"initializer '{initializer.name}' cannot be read: {error}",
+                                        file=source) from None
+        infos = _value_info_types(model)
+        self.inputs = [self._input_spec(value) for value in graph.input if value.name not in self._constants]
+        self.outputs = [value.name for value in graph.output]
+        self._steps = self._plan(graph, infos)
+
+    # -- validation ---------------------------------------------------------------------------------
+
+    def _check_supported(self, graph: onnx.GraphProto, opsets: dict[str, int]) -> None:
+        unsupported: dict[tuple[str, str, Any], int] = {}
+        for node in graph.node:
+            domain = node.domain or ""
+            version = opsets.get(domain)
+            if domain in DEFAULT_DOMAINS:
+                if node.op_type in ADAPTERS and op_version(node.op_type, self.opset) is not None:
+                    continue
+                key = (node.op_type, "ai.onnx", self.opset)
+            else:
+                key = (node.op_type, domain, version)
+            unsupported[key] = unsupported.get(key, 0) + 1
+        if unsupported:
+            described = []
+            for (op_type, domain, version), count in unsupported.items():
+                rows = OP_VERSIONS.get(op_type)
+                why = f", supported from opset {rows[0].since}" if rows and domain == "ai.onnx" else ""
+                times = f", {count} nodes" if count > 1 else ""
+                described.append(f"{op_type} (domain {domain}, opset {version}{why}{times})")
+            raise UnsupportedError(f"unsupported operators: {'; '.join(described)}", file=self.source)
+
+    def _input_spec(self, value: onnx.ValueInfoProto) -> TensorSpec:
+        where = f"input '{value.name}'"
+        if not value.type.HasField("tensor_type"):
+            raise UnsupportedError("only tensor inputs are supported", file=self.source, where=where)
+        tensor_type = value.type.tensor_type
+        try:
+            dtype = onnx_dtype(tensor_type.elem_type)
+        except UsageError as error:
+            raise error.located(file=self.source, where=where) from None
+        shape = None
+        if tensor_type.HasField("shape"):
+            shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
+        return TensorSpec(value.name, dtype, shape)
+
+    # -- planning -----------------------------------------------------------------------------------
+
+    def _ordered_nodes(self, graph: onnx.GraphProto) -> list[tuple[int, onnx.NodeProto]]:
+        """Nodes in an order where every input is produced before use (ONNX requires the file order to
+        be one already; other orders are accepted, dangling inputs and cycles are not)."""
+        available = {"", *self._constants, *(v.name for v in graph.input)}
+        pending = list(enumerate(graph.node))
+        ordered = []
+        while pending:
+            remaining = []
+            for index, node in pending:
+                if all(name in available for name in node.input):
+                    ordered.append((index, node))
+                    available.update(node.output)
+                else:
+                    remaining.append((index, node))
+            if len(remaining) == len(pending):
+                index, node = remaining[0]
+                missing = [name for name in node.input if name not in available]
+                produced_later = {out for _, n in remaining for out in n.output}
+                problem = ("is part of a cycle" if all(m in produced_later for m in missing)
+                           else "is produced by no node, initializer or graph input")
+                raise InvalidModelError(f"input '{missing[0]}' {problem}", file=self.source,
+                                        where=self._label(index, node))
+            pending = remaining
+        for name in self.outputs if hasattr(self, "outputs") else ():
+            if name not in available:
+                raise InvalidModelError(f"graph output '{name}' is produced by no node or input", file=self.source)
+        return ordered
+
+    @staticmethod
+    def _label(index: int, node: onnx.NodeProto) -> str:
+        return node_label(node.name or f"#{index}", node.op_type)
+
+    def _plan(self, graph: onnx.GraphProto, infos) -> list[tuple]:
+        steps = []
+        for index, node in self._ordered_nodes(graph):
+            label = self._label(index, node)
+            version = op_version(node.op_type, self.opset)
+            outputs = list(node.output)
+            while outputs and not outputs[-1]:
+                outputs.pop()
+            try:
+                if len(outputs) > version.max_outputs:
+                    raise UsageError(f"{len(outputs)} outputs, but {version.label} has at most {version.max_outputs}")
+                attrs = normalize_attributes(node, version)
+                if node.op_type == "Constant":  # evaluated now: its value is known before any run
+                    self._constants[outputs[0]] = constant_value(attrs)
+                    continue
+                context = NodeContext(
+                    node=node, version=version, attrs=attrs, label=label,
+                    input_types=[infos.get(name, (None, None))[0] for name in node.input],
+                    input_shapes=[infos.get(name, (None, None))[1] for name in node.input],
+                    constants=[self._constants.get(name) for name in node.input],
+                    output_count=len(outputs),
+                )
+                step = ADAPTERS[node.op_type](context)
+            except UsageError as error:
+                raise InvalidModelError(error.problem, file=self.source, where=label) from None
+            steps.append([step, list(node.input), outputs, label, ()])
+        # Release each intermediate value after its last use (graph outputs and constants are kept).
+        keep = set(self.outputs)
+        last_use: dict[str, int] = {}
+        for position, (_, inputs, outputs, _, _) in enumerate(steps):
+            for name in (*inputs, *outputs):
+                if name:
+                    last_use[name] = position
+        releases: dict[int, list[str]] = {}
+        for name, position in last_use.items():
+            if name not in keep and name not in self._constants:
+                releases.setdefault(position, []).append(name)
+        return [(step, tuple(inputs), tuple(outputs), label, tuple(releases.get(position, ())))
+                for position, (step, inputs, outputs, label, _) in enumerate(steps)]
+
+    # -- execution ----------------------------------------------------------------------------------
+
+    def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        values: dict[str, Any] = dict(self._constants)
+        values.update(feeds)
+        values[""] = None  # an omitted optional input
+        for step, inputs, outputs, label, releases in self._steps:
+            try:
+                results = step(*[values[name] for name in inputs])
+            except PoolirError as error:
+                raise FeedError(f"for the given input shapes: {error.problem}", file=self.source,
+                                where=label) from None
+            except (ValueError, IndexError) as error:
+                raise InvalidModelError(f"cannot execute for the given inputs: {error}", file=self.source,
+                                        where=label) from None
+            for name, result in zip(outputs, results):
+                if name:
+                    values[name] = result
+            for name in releases:
+                del values[name]
+        return {name: values[name] for name in self.outputs}

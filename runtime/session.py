@@ -1,0 +1,161 @@
+"""`Session` and `run`: the public entry points of the reference runtime.
+
+A Session validates and plans a model once (the executor resolves attributes, geometry and kernel
+parameters in its constructor) and then runs it many times. It takes an `ir.Model`, an
+`onnx.ModelProto` or a path to an `.xml` / `.onnx` file, and picks the executor:
+
+    ONNX  -> runtime.onnx_executor.OnnxProgram   (ONNX operator semantics)
+    IR    -> runtime.ir_executor.IRProgram       (what OpenVINO computes for the IR)
+
+Feeds are checked here, once for both executors, against the program's declared inputs: the names
+must match exactly (no unknown, no missing input), and each array must have the declared element type
+(no silent casting), rank and static dims. Dynamic dims (None) take their size from the feed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+from ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class TensorSpec:
+    """A declared model input: name, numpy dtype and shape (an int per static dim, None when dynamic)."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int | None, ...] | None  # None: the model does not declare the rank
+
+    def shape_text(self) -> str:
+        if self.shape is None:
+            return "unknown"
+        return "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
+
+
+@runtime_checkable
+class Program(Protocol):
+    """What every executor provides. `execute` receives feeds already checked by the Session."""
+
+    inputs: list[TensorSpec]
+    outputs: list[str]
+
+    def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+
+def load_program(model: Any) -> tuple[Program, str | None]:
+    """Build the executor for `model` (ir.Model, onnx.ModelProto or a path); returns it and the file name."""
+    if isinstance(model, (str, os.PathLike)):
+        path = Path(model)
+        suffix = path.suffix.lower()
+        if suffix == ".onnx":
+            return _onnx_program(_load_onnx(path), str(path)), str(path)
+        if suffix == ".xml":
+            import ir
+
+            read_model = getattr(ir, "read_model", None)
+            if read_model is None:
+                raise UnsupportedError("reading IR .xml files is not available in this build (ir.read_model "
+                                       "is missing)", file=path)
+            return _ir_program(read_model(path)), str(path)
+        raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .onnx or .xml",
+                         file=path)
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        return _onnx_program(model, None), None
+    from ir.model import Model
+
+    if isinstance(model, Model):
+        return _ir_program(model), model.source
+    raise UsageError(f"a model must be an ir.Model, an onnx.ModelProto or a path to .xml/.onnx, "
+                     f"not {type(model).__name__}")
+
+
+def _load_onnx(path: Path):
+    import onnx
+
+    if not path.is_file():
+        raise UsageError("no such file", file=path)
+    try:
+        return onnx.load(str(path))
+    except Exception as error:  # protobuf's DecodeError and friends: a malformed file
+        raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})",
+                                file=path) from None
+
+
+def _onnx_program(model, source: str | None) -> Program:
+    from runtime.onnx_executor import OnnxProgram
+
+    return OnnxProgram(model, source=source)
+
+
+def _ir_program(model) -> Program:
+    try:
+        from runtime.ir_executor import IRProgram
+    except ImportError as error:
+        raise UnsupportedError(f"running IR models is not available in this build "
+                               f"(runtime.ir_executor could not be imported: {error})",
+                               file=model.source) from None
+    return IRProgram(model)
+
+
+class Session:
+    """A model validated and planned once, ready to run many times."""
+
+    def __init__(self, model: Any):
+        self._program, self.source = load_program(model)
+        self.inputs: list[TensorSpec] = list(self._program.inputs)
+        self.outputs: list[str] = list(self._program.outputs)
+        self._expected = {spec.name: spec for spec in self.inputs}
+        self._expected_names = ", ".join(repr(spec.name) for spec in self.inputs) or "none"
+
+    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        self.check_feeds(feeds)
+        return self._program.execute(feeds)
+
+    def check_feeds(self, feeds: Mapping[str, np.ndarray]) -> None:
+        """Raise FeedError unless `feeds` matches the declared inputs exactly (names, dtypes, ranks, dims)."""
+        expected = self._expected
+        if len(feeds) != len(expected) or any(name not in expected for name in feeds):
+            unknown = [name for name in feeds if name not in expected]
+            missing = [name for name in expected if name not in feeds]
+            problems = []
+            if unknown:
+                problems.append("unknown input " + ", ".join(repr(n) for n in unknown))
+            if missing:
+                problems.append("missing input " + ", ".join(repr(n) for n in missing))
+            raise FeedError(f"{'; '.join(problems)} (the model's inputs are: {self._expected_names})",
+                            file=self.source)
+        for name, array in feeds.items():
+            spec = expected[name]
+            where = f"input '{name}'"
+            if not isinstance(array, np.ndarray):
+                raise FeedError(f"expected a numpy array, got {type(array).__name__}", file=self.source,
+                                where=where)
+            if array.dtype != spec.dtype:
+                raise FeedError(f"element type {array.dtype} does not match the declared {spec.dtype} "
+                                f"(poolir never casts feeds)", file=self.source, where=where)
+            if spec.shape is None:
+                continue
+            if array.ndim != len(spec.shape):
+                raise FeedError(f"rank {array.ndim} (shape {list(array.shape)}) does not match the declared "
+                                f"rank {len(spec.shape)} (shape {spec.shape_text()})", file=self.source,
+                                where=where)
+            for axis, (actual, declared) in enumerate(zip(array.shape, spec.shape)):
+                if declared is not None and actual != declared:
+                    raise FeedError(f"dim {axis} is {actual} (shape {list(array.shape)}) but the model declares "
+                                    f"{declared} (shape {spec.shape_text()})", file=self.source, where=where)
+
+
+def run(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One-shot form: `Session(model).run(feeds)`."""
+    return Session(model).run(feeds)
+
+
+__all__ = ["Program", "Session", "TensorSpec", "load_program", "run", "PoolirError"]
