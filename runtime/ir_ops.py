@@ -1,0 +1,407 @@
+"""IR pooling layers -> kernel parameters: what OpenVINO computes for AvgPool and MaxPool.
+
+The IR is OpenVINO's format, so an IR pooling layer means what OpenVINO 2026.4's CPU plugin computes
+for it (run through tests/peers.py `openvino_run_xml`, f32 inference precision), not what the ONNX
+operators mean. Every rule below was found by running OpenVINO and is pinned by
+tests/runtime/test_ir_pooling_vs_openvino.py; the evidence (an input and OpenVINO's output) sits next
+to the code that implements the rule. In short:
+
+Geometry (`pool_windows_for`):
+  G1 explicit pads: out = floor/ceil((L + pb + pe - ek) / s) + 1; `ceil` keeps a last window that starts
+     in (or past) the right padding, `ceil_torch` drops it.
+  G2 same_upper / same_lower: pads from `ir.geometry.same_pads`, but the layer's rounding_type still
+     applies: L=6, k=1, s=4, same_upper, ceil gives 3 outputs, not ceil(6/4) = 2.
+  G3 valid: pads (0, 0) with the layer's rounding: L=6, k=1, s=4, ceil gives 3 outputs.
+  G4 with auto_pad other than explicit the pads_begin/pads_end attributes are ignored.
+AvgPool divisor (`AvgPoolOp`):
+  A1 exclude-pad=true: the number of real input taps.
+  A2 exclude-pad=false and some resolved pad (any axis, begin or end) is non-zero: the full kernel
+     volume, on every axis, even for taps past the padded extent (ceil overhang) and even on an axis
+     whose own pads are zero.
+  A3 exclude-pad=false and every resolved pad is zero: the number of real taps (a ceil overhang is
+     not counted).
+  A4 a window with no real tap gives 0 under A2 and 0/c under A1/A3, where c is OpenVINO's per-axis
+     count product: a count of 0 (a window starting exactly at L, or dilated taps that skip the input)
+     gives NaN, a negative count (a window starting past L: count L - start) gives -0.
+  A5 exclude-pad=true with a pad >= the dilated kernel is refused (OpenVINO refuses to load it).
+  A6 integer inputs: the average is computed in float32 and rounded half to even.
+MaxPool (`MaxPoolOp`):
+  M1 the running maximum starts at a floor value and a tap replaces it only when strictly greater:
+     NaN never wins, -inf never wins, a tap equal to the floor never wins. The floor is float32's
+     lowest finite value (f32, f64), -inf for f16, bfloat16's lowest finite for bf16, iinfo.min for
+     i8 (so -128) and 0 for u8, int32's min for i32 and i64.
+  M2 a window where no tap beat the floor outputs the floor, and its index is that of the first
+     spatial element (all spatial coordinates 0) of its own (n, c) slab, in the `axis` layout.
+  M3 indices are row-major flat positions over the axes from `axis` (negative counts from the end)
+     to the last; ties go to the first tap in row-major scan order of the window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import ml_dtypes
+import numpy as np
+
+from ir.errors import InvalidModelError, UnsupportedError, UsageError
+from ir.geometry import AxisWindow, pool_windows, same_pads
+from ir.model import Layer
+from runtime import kernels
+
+# --------------------------------------------------------------------------------------------------
+# Versions are data: which attributes and rounding types each layer version has.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PoolVersion:
+    roundings: tuple[str, ...]
+    has_dilations: bool
+    has_indices: bool  # a second output with argmax indices, `axis` and `index_element_type`
+
+
+POOL_VERSIONS: dict[tuple[str, int], PoolVersion] = {
+    ("AvgPool", 1): PoolVersion(("floor", "ceil"), has_dilations=False, has_indices=False),
+    ("AvgPool", 14): PoolVersion(("floor", "ceil", "ceil_torch"), has_dilations=False, has_indices=False),
+    ("AvgPool", 16): PoolVersion(("floor", "ceil", "ceil_torch"), has_dilations=True, has_indices=False),
+    ("MaxPool", 1): PoolVersion(("floor", "ceil"), has_dilations=False, has_indices=False),
+    ("MaxPool", 8): PoolVersion(("floor", "ceil"), has_dilations=True, has_indices=True),
+    ("MaxPool", 14): PoolVersion(("floor", "ceil", "ceil_torch"), has_dilations=True, has_indices=True),
+}
+
+AUTO_PADS = ("explicit", "same_upper", "same_lower", "valid")
+# OpenVINO also reads auto_pad="notset" and "" as explicit.
+_AUTO_PAD_ALIASES = {"notset": "explicit", "": "explicit"}
+INDEX_TYPES = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
+
+
+def op_version_number(layer: Layer, known: list[int] | tuple[int, ...]) -> int:
+    """The op version a layer's `version` ("opsetN") selects: the newest of `known` introduced at or
+    before opset N (an opset holds the newest version of each op: MaxPool in "opset13" is MaxPool-8)."""
+    candidates = [v for v in sorted(known) if v <= layer.opset]
+    if not candidates:
+        raise UnsupportedError(f"version {layer.version!r} of {layer.type} is not supported (supported: "
+                               f"{', '.join(f'opset{v} and later' for v in sorted(known)[:1])})")
+    return candidates[-1]
+
+
+def pool_version(layer: Layer) -> tuple[int, PoolVersion]:
+    """(op version number, its PoolVersion row) of an AvgPool or MaxPool layer."""
+    known = [v for t, v in POOL_VERSIONS if t == layer.type]
+    number = op_version_number(layer, known)
+    return number, POOL_VERSIONS[(layer.type, number)]
+
+
+# --------------------------------------------------------------------------------------------------
+# Typed attribute access (tolerant of the reader's typed values and of raw XML strings)
+# --------------------------------------------------------------------------------------------------
+
+
+def attr_ints(layer: Layer, name: str, default: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    value = layer.attrs.get(name)
+    if value is None:
+        if default is None:
+            raise InvalidModelError(f"attribute '{name}' is missing")
+        return default
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+    elif isinstance(value, (int, np.integer)):
+        parts = [value]
+    else:
+        parts = list(value)
+    try:
+        return tuple(int(p) for p in parts)
+    except (TypeError, ValueError):
+        raise InvalidModelError(f"attribute '{name}' = {value!r} is not a list of integers") from None
+
+
+def attr_str(layer: Layer, name: str, default: str) -> str:
+    value = layer.attrs.get(name)
+    return default if value is None else str(value).strip().lower()
+
+
+def attr_bool(layer: Layer, name: str, default: bool) -> bool:
+    value = layer.attrs.get(name)
+    if value is None:
+        return default
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("true", "1"):
+        return True
+    if text in ("false", "0"):
+        return False
+    raise InvalidModelError(f"attribute '{name}' = {value!r} is not a boolean (true or false)")
+
+
+def attr_int(layer: Layer, name: str, default: int) -> int:
+    value = layer.attrs.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidModelError(f"attribute '{name}' = {value!r} is not an integer") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# Shared pooling attributes and geometry
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PoolAttributes:
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    rounding: str
+    auto_pad: str
+
+    @classmethod
+    def of(cls, layer: Layer, op_version: int, version: PoolVersion) -> "PoolAttributes":
+        kernel = attr_ints(layer, "kernel")
+        rank = len(kernel)
+        ones, zeros = (1,) * rank, (0,) * rank
+        rounding = attr_str(layer, "rounding_type", "floor")
+        if rounding not in version.roundings:
+            raise InvalidModelError(f"attribute 'rounding_type' = {rounding!r} is not allowed in "
+                                    f"{layer.type}-{op_version} (allowed: {', '.join(version.roundings)})")
+        auto_pad = attr_str(layer, "auto_pad", "explicit")
+        auto_pad = _AUTO_PAD_ALIASES.get(auto_pad, auto_pad)
+        if auto_pad not in AUTO_PADS:
+            raise InvalidModelError(f"attribute 'auto_pad' = {auto_pad!r} is not one of {', '.join(AUTO_PADS)}")
+        dilations = attr_ints(layer, "dilations", ones) if version.has_dilations else ones
+        attrs = cls(kernel, attr_ints(layer, "strides", ones), dilations, attr_ints(layer, "pads_begin", zeros),
+                    attr_ints(layer, "pads_end", zeros), rounding, auto_pad)
+        for name in ("strides", "dilations", "pads_begin", "pads_end"):
+            if len(getattr(attrs, name)) != rank:
+                raise InvalidModelError(f"attribute '{name}' has {len(getattr(attrs, name))} values, "
+                                        f"'kernel' has {rank}")
+        return attrs
+
+    def windows(self, spatial: tuple[int, ...]) -> tuple[AxisWindow, ...]:
+        """The windows OpenVINO computes for these attributes (rules G1-G4)."""
+        if len(spatial) != len(self.kernel):
+            raise UsageError(f"input has {len(spatial)} spatial axes, 'kernel' has {len(self.kernel)}")
+        if self.auto_pad in ("same_upper", "same_lower"):
+            # G2: evidence: x = 1..6, k=1, s=4, same_upper, ceil -> OpenVINO [1, 5, 0] (3 outputs;
+            # ceil_torch -> [1, 5]). OpenVINO resolves the SAME pads and then applies rounding_type.
+            pads = [same_pads(length, k, s, d, self.auto_pad)
+                    for length, k, s, d in zip(spatial, self.kernel, self.strides, self.dilations)]
+            pads_begin, pads_end = tuple(p[0] for p in pads), tuple(p[1] for p in pads)
+        elif self.auto_pad == "valid":
+            # G3/G4: x = ones(6), k=3, s=2, valid, pads 1,1, ceil -> 3 outputs, all 1.0: pads ignored,
+            # ceil kept (OpenVINO does not force floor for valid).
+            pads_begin = pads_end = (0,) * len(spatial)
+        else:
+            pads_begin, pads_end = self.pads_begin, self.pads_end
+        return pool_windows(spatial, self.kernel, self.strides, self.dilations, pads_begin, pads_end,
+                            self.rounding, "explicit")
+
+
+class _WindowCache:
+    """Windows depend only on the spatial input dims: resolve them once per distinct input shape."""
+
+    def __init__(self, attrs: PoolAttributes):
+        self.attrs = attrs
+        self._cache: dict[tuple[int, ...], Any] = {}
+
+    def get(self, spatial: tuple[int, ...], build: Callable[[tuple[AxisWindow, ...]], Any]):
+        entry = self._cache.get(spatial)
+        if entry is None:
+            entry = build(self.attrs.windows(spatial))
+            self._cache[spatial] = entry
+        return entry
+
+
+def _spatial_of(x: np.ndarray, rank: int) -> tuple[int, ...]:
+    if x.ndim < rank + 2:
+        raise UsageError(f"input of shape {list(x.shape)} has rank {x.ndim}; a {rank}-D pool needs rank "
+                         f"{rank + 2} (batch, channels, {rank} spatial axes)")
+    return tuple(x.shape[x.ndim - rank:])
+
+
+# --------------------------------------------------------------------------------------------------
+# AvgPool
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _AvgPlan:
+    windows: tuple[AxisWindow, ...]
+    divisor: str
+    # A4: for windows without a real tap under a "real" divisor, the value OpenVINO writes there
+    # (NaN, -0.0 or 0.0 over the spatial output grid) and where; None when every window has a real tap.
+    empty_fill: np.ndarray | None
+    empty_mask: np.ndarray | None
+
+
+class AvgPoolOp:
+    """AvgPool-1/14/16: one callable per layer, x -> (y,)."""
+
+    def __init__(self, layer: Layer):
+        self.op_version, self.version = pool_version(layer)
+        self.attrs = PoolAttributes.of(layer, self.op_version, self.version)
+        self.exclude_pad = attr_bool(layer, "exclude-pad", False)
+        self._cache = _WindowCache(self.attrs)
+
+    def _plan(self, windows: tuple[AxisWindow, ...]) -> _AvgPlan:
+        if self.exclude_pad:
+            for axis, w in enumerate(windows):
+                if w.pad_begin >= w.effective_kernel or w.pad_end >= w.effective_kernel:
+                    # A5: OpenVINO: "Kernel after dilation is sometimes entirely in the padding area ...
+                    # and this is not allowed" (read_model refuses the layer).
+                    raise InvalidModelError(
+                        f"exclude-pad=true with pads ({w.pad_begin}, {w.pad_end}) not smaller than the dilated "
+                        f"kernel {w.effective_kernel} on spatial axis {axis}: a window could lie entirely in "
+                        f"the padding (OpenVINO refuses this layer too)")
+        any_pad = any(w.pad_begin or w.pad_end for w in windows)
+        # A1/A2/A3. Evidence (ones input, 1/y shown = divisor / real taps):
+        #   L=5, k=3, s=2, pads (0, 1), ceil, exclude-pad=false: [1, 1, 3]: the last window (taps 4, 5, 6)
+        #   has 1 real tap and divisor 3 = kernel, though tap 6 is past the padded extent [0, 6).
+        #   L=6, k=3, s=2, pads (0, 0), ceil: [1, 1, 1]: last window (taps 4, 5, 6) divided by 2 real taps.
+        #   6x6, k=3x3, s=2x2, pads_begin (1, 0), pads_end (0, 0), ceil: corner [0, 2] gives 1/y = 2.25:
+        #   4 real taps / 9: the full kernel on axis 1 too, whose own pads are zero.
+        divisor = "kernel" if (not self.exclude_pad and any_pad) else "real"
+        empty_fill = empty_mask = None
+        if divisor == "real" and any((w.real_taps() == 0).any() for w in windows):
+            empty_fill, empty_mask = _openvino_empty_average(windows)
+        return _AvgPlan(windows, divisor, empty_fill, empty_mask)
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray]:
+        plan = self._cache.get(_spatial_of(x, len(self.attrs.kernel)), self._plan)
+        if x.dtype.kind in "iu":
+            # A6: u8 [2, 3] -> 2, [1, 2] -> 2, i8 [-2, -3] -> -2, [-1, -2] -> -2: float average, rounded
+            # half to even.
+            y = kernels.avg_pool(x.astype(np.float32), plan.windows, divisor=plan.divisor)
+            if plan.empty_mask is not None:
+                np.copyto(y, np.nan_to_num(plan.empty_fill), where=plan.empty_mask)
+            return (np.rint(y).astype(x.dtype),)
+        y = kernels.avg_pool(x, plan.windows, divisor=plan.divisor)
+        if plan.empty_mask is not None:
+            np.copyto(y, plan.empty_fill.astype(y.dtype), where=plan.empty_mask)
+        return (y,)
+
+
+def _openvino_empty_average(windows: tuple[AxisWindow, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """A4: the value of windows without a real tap when OpenVINO divides by its real-tap count.
+
+    OpenVINO's count on an axis is the real-tap count, or `L - start` for a window starting at or past
+    L (0 or negative), and the divisor is the product over axes; the sum is 0, so the window is
+    0 / product: NaN, -0.0 or +0.0. Evidence: x = 1..4, k=2, s=2, pads (0, 1), ceil, exclude-pad=true ->
+    [1.5, 3.5, nan] (start 4 = L); x = 1..6, k=1, s=4, valid, ceil -> [1, 5, -0.] (start 8, count -2);
+    the same in 2-D gives +0 in the corner ((-2) * (-2) = 4); x = [1], k=2, d=3, pads (2, 2),
+    exclude-pad=true -> [nan, nan] (taps -2, 1 and -1, 2: count 0).
+    """
+    rank = len(windows)
+    counts, empties = [], []
+    for k, w in enumerate(windows):
+        real = w.real_taps()
+        starts = w.starts()
+        count = np.where(real > 0, real, np.where(starts >= w.length, w.length - starts, 0))
+        shape = (-1,) + (1,) * (rank - 1 - k)
+        counts.append(count.astype(np.float64).reshape(shape))
+        empties.append((real == 0).reshape(shape))
+    product = counts[0]
+    mask = empties[0]
+    for count, empty in zip(counts[1:], empties[1:]):
+        product = product * count
+        mask = mask | empty
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fill = np.float64(0.0) / product
+    out_shape = tuple(w.output for w in windows)
+    return np.broadcast_to(fill, out_shape).copy(), np.broadcast_to(mask, out_shape).copy()
+
+
+# --------------------------------------------------------------------------------------------------
+# MaxPool
+# --------------------------------------------------------------------------------------------------
+
+
+def openvino_max_floor(dtype: np.dtype):
+    """M1: the value OpenVINO's running maximum starts from (and outputs for a window nothing beat).
+
+    Evidence: a window entirely in the padding gives -3.4028235e+38 for f32 and f64 inputs, -inf for
+    f16, -3.3895314e+38 (bfloat16's lowest) for bf16, -128 for i8, 0 for u8, -2147483648 for i32 and
+    for i64 (the CPU plugin runs i64 as i32).
+    """
+    dtype = np.dtype(dtype)
+    if dtype == np.float16:
+        return dtype.type(-np.inf)
+    if dtype == np.dtype(ml_dtypes.bfloat16):
+        return dtype.type(-float(ml_dtypes.finfo(ml_dtypes.bfloat16).max))
+    if dtype.kind == "f":
+        return dtype.type(np.finfo(np.float32).min)
+    if dtype in (np.int8, np.uint8):
+        return dtype.type(np.iinfo(dtype).min)
+    if dtype.kind in "iu":
+        return dtype.type(max(np.iinfo(dtype).min, np.iinfo(np.int32).min))
+    raise UnsupportedError(f"MaxPool of element type {dtype} is not supported")
+
+
+class MaxPoolOp:
+    """MaxPool-1/8/14: one callable per layer, x -> (y,) or (y, indices)."""
+
+    def __init__(self, layer: Layer, *, want_indices: bool):
+        self.op_version, self.version = pool_version(layer)
+        self.attrs = PoolAttributes.of(layer, self.op_version, self.version)
+        self.want_indices = want_indices and self.version.has_indices
+        self.axis = attr_int(layer, "axis", 0) if self.version.has_indices else 0
+        index_type = attr_str(layer, "index_element_type", "i64")
+        if index_type not in INDEX_TYPES:
+            raise InvalidModelError(f"attribute 'index_element_type' = {index_type!r} is not one of i32, i64")
+        self.index_dtype = INDEX_TYPES[index_type]
+        self._cache = _WindowCache(self.attrs)
+
+    def _flatten_from(self, rank: int) -> int:
+        # M3: evidence: x of shape (2, 3, 3, 4): axis=0 -> indices over the whole tensor (n*36 + c*12 + ...),
+        # axis=1 -> over (C, H, W), axis=2 or -2 -> over (H, W), axis=3 or -1 -> the W coordinate alone;
+        # axis 4 or -5 is refused by OpenVINO ("is_axis_valid").
+        if not -rank <= self.axis < rank:
+            raise InvalidModelError(f"attribute 'axis' = {self.axis} is out of range for an input of rank {rank}")
+        return self.axis % rank
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, ...]:
+        rank = len(self.attrs.kernel)
+        windows = self._cache.get(_spatial_of(x, rank), lambda w: w)
+        floor = openvino_max_floor(x.dtype)
+        layout = None
+        if self.want_indices:
+            layout = kernels.IndexLayout(dtype=self.index_dtype, flatten_from=self._flatten_from(x.ndim))
+        result = kernels.max_pool(x, windows, indices=layout, empty_value=floor)
+        y, idx = result if layout is not None else (result, None)
+        if x.dtype.kind == "f" or x.dtype == np.dtype(ml_dtypes.bfloat16):
+            if np.isnan(y).any():
+                # M1: NaN never wins: x = [nan, 1, nan, nan, 2], k=2, s=1 -> [1, 1, -3.4e38, 2] with indices
+                # [1, 1, 0, 4]. Recompute with NaN replaced by the floor (rare: only when a NaN is present).
+                cleaned = np.where(np.isnan(x), floor, x)
+                result = kernels.max_pool(cleaned, windows, indices=layout, empty_value=floor)
+                y, idx = result if layout is not None else (result, None)
+            # M1: -inf (below the floor) never wins: x = [-inf, -inf, 1], k=2, pads (1, 0) -> [-3.4e38, -3.4e38, 1].
+            np.maximum(y, floor, out=y)
+        if idx is None:
+            return (y,)
+        at_floor = y == floor
+        if at_floor.any():
+            # M2: evidence: x = -(1..16) of shape (2, 2, 4), k=2, s=2, pads (0, 1), ceil: the all-padding
+            # windows report [0, 4, 8, 12] with axis=0 (each slab's first element) and 0 with axis=2;
+            # u8 zeros (equal to the floor 0) report the slab origin too, not their own position.
+            np.copyto(idx, _slab_origins(x.shape, rank, self._flatten_from(x.ndim), idx.dtype), where=at_floor)
+        return (y, idx)
+
+
+def _slab_origins(shape: tuple[int, ...], spatial_rank: int, flatten_from: int, dtype: np.dtype) -> np.ndarray:
+    """Flat index (in the `flatten_from` layout) of element (n, c, 0, ..., 0) for every leading position,
+    shaped to broadcast against the output."""
+    leading = shape[: len(shape) - spatial_rank]
+    origin = np.zeros(leading, dtype=np.int64)
+    stride = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        if axis < len(leading) and axis >= flatten_from:
+            coords = np.arange(shape[axis], dtype=np.int64).reshape((-1,) + (1,) * (len(leading) - 1 - axis))
+            origin = origin + coords * stride
+        stride *= shape[axis]
+    return origin.reshape(leading + (1,) * spatial_rank).astype(dtype)
