@@ -1,0 +1,645 @@
+"""Regenerate every example under examples/: models, inputs, expected outputs and manifests.
+
+    python examples/generate.py [--seeds DIR]
+
+Each example is a folder with `model.onnx` and/or `model.xml`, `inputs.npz`, `expected.npz` and a
+`manifest.json` that says where the expected values come from. The expected values NEVER come from
+poolir (this script does not import it): they are
+
+- the arrays written out in the specification texts (`--seeds`, default `../shared/seeds` beside the
+  repository, as the issue names them), parsed from the text itself;
+- the ONNX backend node test cases that ship inside the `onnx` package (`onnx.backend.test.case.node`);
+- onnxruntime or OpenVINO at generation time (the manifest records the version);
+- small hand-worked cases, worked out in the comments next to their arrays.
+
+Every ONNX example is also run, at generation time, by onnxruntime and by OpenVINO's own ONNX frontend
+(`openvino.convert_model`), and the manifest records whether each agrees with the expected values; where
+OpenVINO's converter gets the numbers wrong, its output is kept in the manifest to show side by side.
+
+The output is deterministic: the same library versions give the same bytes (npz members carry a fixed
+timestamp; models are serialised by onnx and by the fixed XML template below).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import json
+import re
+import shutil
+import sys
+import tempfile
+import warnings
+import zipfile
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+EXAMPLES = Path(__file__).resolve().parent
+DEFAULT_SEEDS = EXAMPLES.parent.parent / "shared" / "seeds"
+MAXPOOL_SEED = "004_367079bfeb48a1e3.txt"
+AVGPOOL1_SEED = "002_e3fe51a60459ca01.txt"
+LPPOOL_SEEDS = ("000_3cc2b6014bf515c9.txt", "001_f9f702c8c737a8e1.txt")
+AVERAGEPOOL_SEED = "003_7dadfe3c908654bc.txt"
+# onnxruntime 1.31 reads ONNX IR versions up to 13; every op used here exists in IR version 10.
+ONNX_IR_VERSION = 10
+# Largest output kept verbatim in a manifest (to show a peer's wrong numbers side by side).
+MAX_LISTED_ELEMENTS = 64
+
+
+@dataclass
+class Example:
+    name: str
+    title: str
+    inputs: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray]
+    expected_source: dict[str, str]
+    onnx_model: onnx.ModelProto | None = None
+    ir_xml: str | None = None
+    # Per-example tolerance, when the expected values are rounded in their source.
+    tolerance: dict[str, Any] | None = None
+    # verify path name -> reason, for paths that are expected to be refused.
+    expected_refused: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    cross_checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Sources: the seed texts
+
+
+@dataclass
+class SeedExample:
+    """One `expect(node, ...)` example of an ONNX operator doc, parsed from its text."""
+
+    name: str
+    op_type: str
+    node_inputs: list[str]
+    node_outputs: list[str]
+    attributes: dict[str, Any]
+    arrays: dict[str, np.ndarray]  # only the arrays written out literally
+    test_name: str
+
+
+_ARRAY = re.compile(r"^(\w+) = np\.array\((.*?)\)\.astype\(np\.(\w+)\)", re.S | re.M)
+_MAKE_NODE = re.compile(r"node = onnx\.helper\.make_node\((.*?)\n\)", re.S)
+_EXPECT = re.compile(r"expect\(node, inputs=\[(.*?)\], outputs=\[(.*?)\], name='(\w+)'\)")
+
+
+def parse_seed_examples(text: str) -> dict[str, SeedExample]:
+    """Every example of an ONNX operator doc: a name line, a docstring, make_node, arrays, expect()."""
+    examples = {}
+    for match in re.finditer(r'^(\w+)\n"""\n(.*?)^expect\(.*?\)$', text, re.S | re.M):
+        name, body = match.group(1), match.group(0)
+        call = ast.parse("f(" + _MAKE_NODE.search(body).group(1) + "\n)", mode="eval").body
+        op_type = ast.literal_eval(call.args[0])
+        keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+        node_inputs, node_outputs = keywords.pop("inputs"), keywords.pop("outputs")
+        attributes = {k: int(v) if isinstance(v, bool) else v for k, v in keywords.items()}
+        arrays = {m.group(1): np.array(ast.literal_eval(m.group(2))).astype(m.group(3))
+                  for m in _ARRAY.finditer(body)}
+        test_name = _EXPECT.search(body).group(3)
+        examples[name] = SeedExample(name, op_type, node_inputs, node_outputs, attributes, arrays, test_name)
+    return examples
+
+
+@dataclass
+class SpecIrLayer:
+    """One AvgPool `<layer>` example of the OpenVINO AvgPool-1 spec: its data attributes and port dims."""
+
+    data: dict[str, str]
+    input_dims: list[int]
+    declared_output_dims: list[int]
+
+
+def parse_avgpool1_spec_layers(text: str) -> list[SpecIrLayer]:
+    layers = []
+    for block in re.findall(r'<layer \.\.\. type="AvgPool" \.\.\. >(.*?)</layer>', text, re.S):
+        data = dict(re.findall(r'([\w-]+)="([^"]*)"', re.search(r"<data (.*?)/>", block).group(1)))
+        ports = re.findall(r"<port id=\"\d+\">(.*?)</port>", block, re.S)
+        dims = [[int(d) for d in re.findall(r"<dim>(\d+)</dim>", port)] for port in ports]
+        layers.append(SpecIrLayer(data, dims[0], dims[1]))
+    return layers
+
+
+def backend_cases() -> dict[str, Any]:
+    """The ONNX backend node test cases of the pooling operators, by test name."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # other operators' generators warn about casts
+        cases = collect_testcases(None)
+    pooling = {}
+    for case in cases:
+        if case.model is not None and "Pool" in case.model.graph.node[0].op_type and "expanded" not in case.name:
+            pooling.setdefault(case.name, case)
+    return pooling
+
+
+# ----------------------------------------------------------------------------------------------------
+# Peers (oracles and cross-checks)
+
+
+def onnxruntime_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def _openvino_infer(ov_model, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    import openvino as ov
+
+    compiled = ov.Core().compile_model(ov_model, "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+                                                         "INFERENCE_NUM_THREADS": "1"})
+    results = compiled.create_infer_request().infer(
+        {port.get_any_name(): ov.Tensor(np.ascontiguousarray(feeds[port.get_any_name()]))
+         for port in compiled.inputs})
+    return {port.get_any_name(): np.array(results[port]) for port in compiled.outputs}
+
+
+def openvino_run_xml(xml_text: str, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    import openvino as ov
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "model.xml")
+        path.write_text(xml_text)
+        return _openvino_infer(ov.Core().read_model(str(path)), feeds)
+
+
+def openvino_convert_and_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """OpenVINO's own ONNX frontend (what `ovc`/`convert_model` produces), run on the CPU."""
+    import openvino as ov
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "model.onnx")
+        onnx.save(model, path)
+        return _openvino_infer(ov.convert_model(str(path)), feeds)
+
+
+def compare(actual: dict[str, np.ndarray], expected: dict[str, np.ndarray], rtol: float, atol: float) -> str | None:
+    """None when every expected output is matched; else what differs first (for the manifest)."""
+    for name, want in expected.items():
+        if name not in actual:
+            return f"output {name!r} missing"
+        got = np.asarray(actual[name])
+        if got.shape != want.shape:
+            return f"output {name!r}: shape {list(got.shape)} instead of {list(want.shape)}"
+        if not np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True):
+            error = np.abs(got.astype(np.float64) - want.astype(np.float64))
+            index = np.unravel_index(int(np.argmax(error)), error.shape)
+            return (f"output {name!r}: max abs error {error.max():.6g} at {list(map(int, index))} "
+                    f"({got[index].item()} instead of {want[index].item()})")
+    return None
+
+
+def cross_check(example: Example, peer: str, what: str, run) -> None:
+    tolerance = example.tolerance or {}
+    rtol, atol = tolerance.get("rtol", 1e-5), tolerance.get("atol", 1e-6)
+    entry: dict[str, Any] = {"peer": peer, "what": what}
+    try:
+        outputs = run()
+    except Exception as error:  # a peer refusing a model is a finding, recorded as such
+        entry.update(status="refused", detail=f"{type(error).__name__}: {str(error).splitlines()[0][:300]}")
+    else:
+        difference = compare(outputs, example.expected, rtol, atol)
+        entry["status"] = "agrees" if difference is None else "differs"
+        if difference is not None:
+            entry["detail"] = difference
+            if all(v.size <= MAX_LISTED_ELEMENTS for v in outputs.values()):
+                entry["outputs"] = {k: np.asarray(v).tolist() for k, v in outputs.items()}
+    example.cross_checks.append(entry)
+
+
+def cross_check_onnx(example: Example) -> None:
+    model, feeds = example.onnx_model, example.inputs
+    cross_check(example, f"onnxruntime {version('onnxruntime')}", "onnxruntime runs model.onnx",
+                lambda: onnxruntime_run(model, feeds))
+    cross_check(example, f"openvino {version('openvino')}",
+                "OpenVINO's own ONNX frontend (convert_model) converts model.onnx, CPU plugin runs it",
+                lambda: openvino_convert_and_run(model, feeds))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Model builders
+
+
+def onnx_single_node(name: str, op_type: str, opset: int, inputs: dict[str, tuple[list, int]],
+                     outputs: dict[str, tuple[list | None, int]], **attributes) -> onnx.ModelProto:
+    """A one-node ONNX model; shapes may hold strings (symbolic dims, e.g. a dynamic batch).
+
+    An output shape of None is filled in by ONNX shape inference (used only where it is plainly right);
+    examples whose expected arrays are known declare the shape of those arrays.
+    """
+    node = helper.make_node(op_type, list(inputs), list(outputs), name=name, **attributes)
+    graph = helper.make_graph(
+        [node], name,
+        [helper.make_tensor_value_info(n, elem, shape) for n, (shape, elem) in inputs.items()],
+        [helper.make_tensor_value_info(n, elem, shape) for n, (shape, elem) in outputs.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ONNX_IR_VERSION,
+                              producer_name="poolir-examples")
+    if any(shape is None for shape, _ in outputs.values()):
+        model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+_IR_TEMPLATE = """<?xml version="1.0"?>
+<net name="{name}" version="11">
+\t<layers>
+\t\t<layer id="0" name="input" type="Parameter" version="opset1">
+\t\t\t<data shape="{input_shape}" element_type="f32"/>
+\t\t\t<output>
+\t\t\t\t<port id="0" precision="FP32" names="input">
+{input_dims}
+\t\t\t\t</port>
+\t\t\t</output>
+\t\t</layer>
+\t\t<layer id="1" name="pool" type="AvgPool" version="opset1">
+\t\t\t<data {data}/>
+\t\t\t<input>
+\t\t\t\t<port id="0" precision="FP32">
+{input_dims}
+\t\t\t\t</port>
+\t\t\t</input>
+\t\t\t<output>
+\t\t\t\t<port id="1" precision="FP32" names="output">
+{output_dims}
+\t\t\t\t</port>
+\t\t\t</output>
+\t\t</layer>
+\t\t<layer id="2" name="output/sink_port_0" type="Result" version="opset1">
+\t\t\t<input>
+\t\t\t\t<port id="0" precision="FP32">
+{output_dims}
+\t\t\t\t</port>
+\t\t\t</input>
+\t\t</layer>
+\t</layers>
+\t<edges>
+\t\t<edge from-layer="0" from-port="0" to-layer="1" to-port="0"/>
+\t\t<edge from-layer="1" from-port="1" to-layer="2" to-port="0"/>
+\t</edges>
+</net>
+"""
+
+
+def avgpool_ir(name: str, data: dict[str, str], input_dims: list[int], output_dims: list[int]) -> str:
+    """A complete IR v11 file around one AvgPool-1 layer, its `<data>` attributes kept as the spec spells them."""
+    def dims(values: list[int]) -> str:
+        return "\n".join(f"\t\t\t\t\t<dim>{d}</dim>" for d in values)
+
+    return _IR_TEMPLATE.format(name=name, input_shape=",".join(map(str, input_dims)), input_dims=dims(input_dims),
+                               output_dims=dims(output_dims),
+                               data=" ".join(f'{k}="{v}"' for k, v in data.items()))
+
+
+def sixteenths(rng: np.random.Generator, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
+    """Random multiples of 1/16 in [-8, 8): exact in f16 and f32, so sums are exact and files compress."""
+    return (rng.integers(-128, 128, size=shape) / 16).astype(dtype)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The examples
+
+
+def maxpool_seed_examples(seeds: Path, backend: dict[str, Any]) -> list[Example]:
+    """Every MaxPool example of the MaxPool doc (seed 004, section "MaxPool - 12").
+
+    Examples whose arrays the text writes out use those arrays; the others (random inputs, computed by a
+    helper the text does not show) use the ONNX backend test case of the same name.
+    """
+    document = f"shared/seeds/{MAXPOOL_SEED}"
+    examples = []
+    for seed in parse_seed_examples((seeds / MAXPOOL_SEED).read_text()).values():
+        if seed.name == "maxpool_3d_default":
+            continue  # 1x3x32x32x32 random input: 750 kB for what maxpool_2d_default already shows
+        node_inputs = seed.node_inputs
+        written = all(n in seed.arrays for n in (*node_inputs, *seed.node_outputs))
+        if written:
+            inputs = {n: seed.arrays[n] for n in node_inputs}
+            expected = {n: seed.arrays[n] for n in seed.node_outputs}
+            opset = 12
+            source = {"kind": "seed text", "document": document,
+                      "section": f"MaxPool - 12, example {seed.name} (arrays written in the text)"}
+        else:
+            case = backend[seed.test_name]
+            inputs = dict(zip(node_inputs, case.data_sets[0][0]))
+            expected = dict(zip(seed.node_outputs, case.data_sets[0][1]))
+            opset = case.model.opset_import[0].version
+            source = {"kind": "ONNX backend test", "test": seed.test_name, "package": f"onnx {version('onnx')}",
+                      "note": f"{document}, MaxPool - 12, example {seed.name}: the text computes y with a helper "
+                              "from random input; the backend test case holds the numbers"}
+        input_types = {n: (list(a.shape), helper.np_dtype_to_tensor_dtype(a.dtype)) for n, a in inputs.items()}
+        output_types = {n: (list(a.shape), helper.np_dtype_to_tensor_dtype(a.dtype)) for n, a in expected.items()}
+        model = onnx_single_node(seed.name, seed.op_type, opset, input_types, output_types, **seed.attributes)
+        example = Example(seed.name, f"MaxPool {_describe(seed.attributes)}", inputs, expected, source,
+                          onnx_model=model)
+        if written and seed.test_name in backend:
+            case = backend[seed.test_name]
+            same = all(np.array_equal(a, b) for a, b in zip(case.data_sets[0][1], expected.values()))
+            example.notes.append(f"the ONNX backend test {seed.test_name} holds the same arrays: {same}")
+        examples.append(example)
+    return examples
+
+
+def _describe(attributes: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in attributes.items())
+
+
+def avgpool1_spec_examples(seeds: Path) -> list[Example]:
+    """The five AvgPool-1 IR examples of the OpenVINO spec (seed 002), as written and corrected.
+
+    The first two declare a 32x32 output for auto_pad=same_upper with strides 2,2 on 32x32, where
+    OpenVINO (and the spec's own auto_pad text) gives ceil(32 / 2) = 16: those are kept as written, so
+    that a reader must report the disagreement, and again with the declared dims corrected.
+    """
+    document = f"shared/seeds/{AVGPOOL1_SEED}"
+    rng = np.random.default_rng(2)
+    examples = []
+    for number, layer in enumerate(parse_avgpool1_spec_layers((seeds / AVGPOOL1_SEED).read_text()), start=1):
+        inputs = {"input": sixteenths(rng, tuple(layer.input_dims))}
+        as_written = avgpool_ir(f"avgpool1_spec_{number}", layer.data, layer.input_dims, layer.declared_output_dims)
+        expected = openvino_run_xml(as_written, inputs)
+        inferred = list(expected["output"].shape)
+        source = {"kind": "OpenVINO", "engine": f"openvino {version('openvino')}",
+                  "note": f"OpenVINO reads model.xml and runs it on the CPU (f32); the layer is example {number} "
+                          f"of {document} (Examples section), its <data> attributes verbatim"}
+        title = f"AvgPool-1 spec example {number}: {' '.join(f'{k}={v}' for k, v in layer.data.items())}"
+        if inferred == layer.declared_output_dims:
+            examples.append(Example(f"avgpool1_spec_{number}", title, inputs, expected, source, ir_xml=as_written))
+            continue
+        wrong = Example(f"avgpool1_spec_{number}_as_written", title + " (as the spec writes it)", inputs, expected,
+                        source, ir_xml=as_written)
+        wrong.notes.append(f"the spec declares output dims {layer.declared_output_dims}; OpenVINO infers {inferred} "
+                           f"(same_upper: ceil(32 / 2) = 16); poolir inspect and verify must report it")
+        corrected_xml = avgpool_ir(f"avgpool1_spec_{number}_corrected", layer.data, layer.input_dims, inferred)
+        corrected = Example(f"avgpool1_spec_{number}_corrected", title + " (declared output corrected)", inputs,
+                            expected, source, ir_xml=corrected_xml)
+        corrected.notes.append(f"declared output dims corrected from {layer.declared_output_dims} to {inferred}")
+        examples += [wrong, corrected]
+    return examples
+
+
+# ONNX backend test cases of AveragePool and LpPool (seeds 003 and 000/001 describe the operators; they write
+# no arrays, so the backend cases carry the numbers). Chosen to cover pads, count_include_pad, strides,
+# same_upper/same_lower, ceil_mode, dilations and p, while staying small.
+BACKEND_EXAMPLES = {
+    "test_averagepool_2d_precomputed_pads": AVERAGEPOOL_SEED,
+    "test_averagepool_2d_precomputed_pads_count_include_pad": AVERAGEPOOL_SEED,
+    "test_averagepool_2d_precomputed_strides": AVERAGEPOOL_SEED,
+    "test_averagepool_2d_precomputed_same_upper": AVERAGEPOOL_SEED,
+    "test_averagepool_2d_same_lower": AVERAGEPOOL_SEED,
+    "test_averagepool_2d_pads_count_include_pad": AVERAGEPOOL_SEED,
+    "test_averagepool_2d_ceil": AVERAGEPOOL_SEED,
+    "test_averagepool_2d_ceil_last_window_starts_on_pad": AVERAGEPOOL_SEED,
+    "test_averagepool_2d_dilations": AVERAGEPOOL_SEED,
+    "test_averagepool_3d_dilations_small": AVERAGEPOOL_SEED,
+    "test_lppool_1d_default": LPPOOL_SEEDS[0],
+    "test_lppool_2d_pads": LPPOOL_SEEDS[0],
+    "test_lppool_2d_same_lower": LPPOOL_SEEDS[0],
+    "test_lppool_2d_dilations": LPPOOL_SEEDS[1],
+    "test_globalaveragepool_precomputed": AVERAGEPOOL_SEED,
+    # MaxPool-22 ceil_mode=1 on 2x2 with k1 s2: the second window would start at 2 = L (right padding) and is
+    # dropped. OpenVINO's ONNX frontend emits rounding_type=ceil, keeps it, and returns 2x2.
+    "test_maxpool_2d_ceil_output_size_reduce_by_one": MAXPOOL_SEED,
+}
+
+
+def backend_examples(backend: dict[str, Any]) -> list[Example]:
+    examples = []
+    for test_name, seed in BACKEND_EXAMPLES.items():
+        case = backend[test_name]
+        model = onnx.ModelProto()
+        model.CopyFrom(case.model)
+        model.ir_version = ONNX_IR_VERSION
+        graph = model.graph
+        node = graph.node[0]
+        inputs = {i.name: a for i, a in zip(graph.input, case.data_sets[0][0])}
+        expected = {o.name: a for o, a in zip(graph.output, case.data_sets[0][1])}
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attributes = {k: v.decode() if isinstance(v, bytes) else v for k, v in attributes.items()}
+        source = {"kind": "ONNX backend test", "test": test_name, "package": f"onnx {version('onnx')}",
+                  "operator": f"{node.op_type}-{model.opset_import[0].version}", "spec": f"shared/seeds/{seed}"}
+        example = Example(test_name.removeprefix("test_"), f"{node.op_type} {_describe(attributes)}", inputs,
+                          expected, source, onnx_model=model)
+        if test_name == "test_averagepool_2d_ceil_last_window_starts_on_pad":
+            example.tolerance = {"rtol": 0.0, "atol": 1e-4,
+                                 "reason": "the backend test writes y rounded to 4 decimals ([[[[0.1511]]] ...)"}
+        examples.append(example)
+    return examples
+
+
+def version_examples() -> list[Example]:
+    """Older operator versions and the ceil-overhang divisor, worked out by hand on x = [1, 2, 3, 4, 5, 6].
+
+    Hand-worked because onnxruntime has no AveragePool-1 or LpPool-1 kernel; onnxruntime agrees with
+    every case it can run (see each manifest's cross_checks).
+    """
+    x = {"x": np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)}
+    shape = {"x": ([1, 1, 6], TensorProto.FLOAT)}
+    hand = {"kind": "hand-worked", "note": ""}
+    cases = [
+        # AveragePool-1 has no count_include_pad: pads are always excluded.
+        # windows (k3 s2, pads 1,1) over coords [-1,0,1] [1,2,3] [3,4,5]: (1+2)/2, (2+3+4)/3, (4+5+6)/3
+        ("averagepool_opset1_pads_excluded", "AveragePool", 1, {"kernel_shape": [3], "strides": [2], "pads": [1, 1]},
+         [1.5, 3.0, 5.0], AVERAGEPOOL_SEED, "AveragePool-1 always excludes pads from the divisor"),
+        # AveragePool-7 count_include_pad=1: (0+1+2)/3, (2+3+4)/3, (4+5+6)/3
+        ("averagepool_opset7_count_include_pad", "AveragePool", 7,
+         {"kernel_shape": [3], "strides": [2], "pads": [1, 1], "count_include_pad": 1},
+         [1.0, 3.0, 5.0], AVERAGEPOOL_SEED, "count_include_pad=1 counts the padding in the divisor"),
+        # AveragePool-10 ceil_mode=1: padded length 8, out = ceil((8-3)/2)+1 = 4; the 4th window [5,6,7]
+        # starts at 5 < L + pad_begin = 7 (real input), holds x[5] = 6 only: 6/1
+        ("averagepool_opset10_ceil", "AveragePool", 10,
+         {"kernel_shape": [3], "strides": [2], "pads": [1, 1], "ceil_mode": 1},
+         [1.5, 3.0, 5.0, 6.0], AVERAGEPOOL_SEED, "ceil_mode=1 adds a last window; pads excluded"),
+        # The same with count_include_pad=1 (AveragePool-19): the 4th window covers coords 5 (x=6), 6 (padding,
+        # inside [-1, 7)) and 7 (past the padded tensor): divisor 2, not 3 -> 6/2 = 3.
+        # OpenVINO's AvgPool counts coordinate 7 too (6/3 = 2): its ONNX frontend gets this wrong.
+        ("averagepool_ceil_count_include_pad_overhang", "AveragePool", 19,
+         {"kernel_shape": [3], "strides": [2], "pads": [1, 1], "ceil_mode": 1, "count_include_pad": 1},
+         [1.0, 3.0, 5.0, 3.0], AVERAGEPOOL_SEED,
+         "count_include_pad=1 counts padding inside [-pad_begin, L + pad_end) only, never taps past it"),
+        # AveragePool-11 SAME_LOWER, k4 s2: out = ceil(6/2) = 3, total pad (3-1)*2+4-6 = 2 -> (1, 1);
+        # count_include_pad=1: (0+1+2+3)/4, (2+3+4+5)/4, (4+5+6+0)/4
+        ("averagepool_opset11_same_lower_count_include_pad", "AveragePool", 11,
+         {"kernel_shape": [4], "strides": [2], "auto_pad": "SAME_LOWER", "count_include_pad": 1},
+         [1.5, 3.5, 3.75], AVERAGEPOOL_SEED, "SAME_LOWER: out = ceil(L / s), odd padding at the beginning"),
+        # LpPool-1, p a float: (1+8+27)^(1/3), (27+64+125)^(1/3) = 36^(1/3), 6
+        ("lppool_opset1_p_float", "LpPool", 1, {"kernel_shape": [3], "strides": [2], "p": 3.0},
+         [36 ** (1 / 3), 6.0], LPPOOL_SEEDS[0], "LpPool-1 takes p as a float"),
+        # LpPool-18 ceil_mode=1, p=1, no pads: out = ceil((6-3)/2)+1 = 3; windows [0,1,2] [2,3,4] [4,5,(6)]:
+        # 1+2+3, 3+4+5, 5+6 (the overhang tap reads nothing). OpenVINO's decomposition (AvgPool times the
+        # kernel size) gives 11/2*3 = 16.5 for the last one.
+        ("lppool_opset18_ceil_overhang", "LpPool", 18, {"kernel_shape": [3], "strides": [2], "ceil_mode": 1, "p": 1},
+         [6.0, 12.0, 11.0], LPPOOL_SEEDS[1], "LpPool sums |x|^p over real elements only; ceil_mode from opset 18"),
+    ]
+    examples = []
+    for name, op_type, opset, attributes, values, seed, rule in cases:
+        expected = {"y": np.array(values, dtype=np.float32).reshape(1, 1, -1)}
+        model = onnx_single_node(name, op_type, opset, shape, {"y": ([1, 1, len(values)], TensorProto.FLOAT)},
+                                 **attributes)
+        source = dict(hand, note=f"worked out in examples/generate.py (version_examples) from {op_type}-{opset} "
+                                 f"in shared/seeds/{seed}: {rule}")
+        examples.append(Example(name, f"{op_type}-{opset} {_describe(attributes)}", dict(x), expected, source,
+                                onnx_model=model))
+    return examples
+
+
+def storage_order_example() -> Example:
+    """MaxPool storage_order=1 on a non-square input, where transposing the Indices tensor is not enough.
+
+    x = arange(24) as 1x1x4x6, k2 s2: maxima at (1,1) (1,3) (1,5) / (3,1) (3,3) (3,5), values 7 9 11 / 19 21 23.
+    Column-major spatial index = w * H + h (H = 4): 1*4+1 = 5, 13, 21 / 7, 15, 23.
+    """
+    x = np.arange(24, dtype=np.float32).reshape(1, 1, 4, 6)
+    model = onnx_single_node("maxpool_storage_order_1_nonsquare", "MaxPool", 12,
+                             {"x": ([1, 1, 4, 6], TensorProto.FLOAT)},
+                             {"y": ([1, 1, 2, 3], TensorProto.FLOAT), "indices": ([1, 1, 2, 3], TensorProto.INT64)},
+                             kernel_shape=[2, 2], strides=[2, 2], storage_order=1)
+    expected = {"y": np.array([[[[7, 9, 11], [19, 21, 23]]]], dtype=np.float32),
+                "indices": np.array([[[[5, 13, 21], [7, 15, 23]]]], dtype=np.int64)}
+    source = {"kind": "hand-worked", "note": "examples/generate.py (storage_order_example): column-major index "
+              f"w * H + h per MaxPool-12 storage_order in shared/seeds/{MAXPOOL_SEED}"}
+    return Example("maxpool_storage_order_1_nonsquare", "MaxPool k2 s2 storage_order=1 with Indices on 4x6",
+                   {"x": x}, expected, source, onnx_model=model)
+
+
+def network_examples() -> list[Example]:
+    """Pooling layers as they appear in well-known networks, with a dynamic batch (fed with batch 2).
+
+    Real spatial sizes (they decide where ceil windows and padding fall), few channels to stay small.
+    Expected values: onnxruntime at generation time.
+    """
+    rng = np.random.default_rng(7)
+    f = TensorProto.FLOAT
+    specs = [
+        ("resnet50_stem_maxpool", "ResNet-50 stem max pool (pool1: 3x3, stride 2, pads 1) on 112x112",
+         "MaxPool", 11, (2, 4, 112, 112), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        ("inception_v3_avgpool_exclude_pad",
+         "Inception-v3 Mixed_5b branch_pool average pool (3x3, stride 1, pads 1, count_include_pad=0) on 35x35",
+         "AveragePool", 11, (2, 4, 35, 35),
+         {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1], "count_include_pad": 0}),
+        ("googlenet_ceil_maxpool", "GoogLeNet pool3/3x3_s2 max pool (3x3, stride 2, ceil_mode=1) on 28x28",
+         "MaxPool", 11, (2, 4, 28, 28), {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}),
+        ("resnet50_global_average_pool_head", "ResNet-50 head: GlobalAveragePool on 7x7", "GlobalAveragePool", 1,
+         (2, 64, 7, 7), {}),
+    ]
+    examples = []
+    for name, title, op_type, opset, shape, attributes in specs:
+        model = onnx_single_node(name, op_type, opset, {"x": (["batch", *shape[1:]], f)}, {"y": (None, f)},
+                                 **attributes)
+        inputs = {"x": sixteenths(rng, shape)}
+        expected = onnxruntime_run(model, inputs)
+        source = {"kind": "onnxruntime", "engine": f"onnxruntime {version('onnxruntime')}",
+                  "note": "onnxruntime runs model.onnx at generation time; the batch dim is symbolic ('batch')"}
+        examples.append(Example(name, title, inputs, expected, source, onnx_model=model))
+    return examples
+
+
+# ----------------------------------------------------------------------------------------------------
+# Writing
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """An .npz (as numpy.savez_compressed writes it) with a fixed timestamp, so that output is reproducible."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, array in arrays.items():
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, member.getvalue())
+    return buffer.getvalue()
+
+
+def readable_json(value: Any, indent: str = "") -> str:
+    """JSON with objects one key a line and lists of numbers (shapes, arrays) kept on one line."""
+    if isinstance(value, dict) and value:
+        inner = indent + "  "
+        items = [f"{inner}{json.dumps(k)}: {readable_json(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and value and any(isinstance(v, dict) for v in value):
+        inner = indent + "  "
+        return "[\n" + ",\n".join(inner + readable_json(v, inner) for v in value) + f"\n{indent}]"
+    return json.dumps(value, separators=(", ", ": "))
+
+
+def write_example(example: Example) -> None:
+    folder = EXAMPLES / example.name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir()
+    models = []
+    if example.onnx_model is not None:
+        (folder / "model.onnx").write_bytes(example.onnx_model.SerializeToString(deterministic=True))
+        models.append("model.onnx")
+    if example.ir_xml is not None:
+        (folder / "model.xml").write_text(example.ir_xml)
+        models.append("model.xml")
+    (folder / "inputs.npz").write_bytes(npz_bytes(example.inputs))
+    (folder / "expected.npz").write_bytes(npz_bytes(example.expected))
+    manifest = {
+        "name": example.name,
+        "title": example.title,
+        "models": models,
+        "inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in example.inputs.items()},
+        "expected": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in example.expected.items()},
+        "expected_source": example.expected_source,
+        "tolerance": example.tolerance,
+        "expected_refused": example.expected_refused,
+        "cross_checks": example.cross_checks,
+        "notes": example.notes,
+        "generated_by": "examples/generate.py",
+        "generated_with": {p: version(p) for p in ("numpy", "onnx", "onnxruntime", "openvino")},
+    }
+    (folder / "manifest.json").write_text(readable_json(manifest) + "\n")
+
+
+def all_examples(seeds: Path) -> list[Example]:
+    backend = backend_cases()
+    examples = [*maxpool_seed_examples(seeds, backend), storage_order_example(),
+                *avgpool1_spec_examples(seeds), *backend_examples(backend), *version_examples(),
+                *network_examples()]
+    names = [e.name for e in examples]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise SystemExit(f"duplicate example names: {sorted(duplicates)}")
+    return examples
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=Path, default=DEFAULT_SEEDS, help="folder of the seed spec texts")
+    args = parser.parse_args(argv)
+    if not (args.seeds / MAXPOOL_SEED).is_file():
+        parser.error(f"seed texts not found in {args.seeds} (give --seeds DIR)")
+    examples = all_examples(args.seeds)
+    for example in examples:
+        if example.onnx_model is not None:
+            cross_check_onnx(example)
+        write_example(example)
+        disagreements = [f"{c['peer']}: {c['status']}" for c in example.cross_checks if c["status"] != "agrees"]
+        print(f"{example.name}: {', '.join(example.expected)}" + (f"  [{'; '.join(disagreements)}]"
+                                                                   if disagreements else ""))
+    stale = {p.name for p in EXAMPLES.iterdir() if (p / "manifest.json").is_file()} - {e.name for e in examples}
+    for name in sorted(stale):
+        shutil.rmtree(EXAMPLES / name)
+        print(f"removed stale example {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
