@@ -82,6 +82,9 @@ class Layer:
     outputs: list[Port] = field(default_factory=list)
     data: np.ndarray | None = None  # Const payload
     rt_info: str | None = None  # serialized <rt_info> of the layer, kept verbatim
+    # Other attributes of the <layer> element, kept verbatim in file order (OpenVINO 2025+ writes
+    # `output_names` on Result layers).
+    element_attrs: dict[str, str] = field(default_factory=dict)
 
     @property
     def opset(self) -> int:

@@ -1,0 +1,109 @@
+"""Structural validation of an IR graph: edges, ports, port counts, cycles, attribute ranges.
+
+Shape-dependent checks (output size >= 1, broadcast compatibility) live in ir/infer.py; together
+they establish the invariants documented in ir/model.py. Every problem raises InvalidModelError or
+UnsupportedError naming the file and the layer.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ir.errors import InvalidModelError, PoolirError, UsageError, layer_label
+from ir.model import Layer, Model
+from ir.schema import normalize_attrs, op_version
+
+
+def _where(layer: Layer) -> str:
+    return layer_label(layer.name, layer.id, layer.type)
+
+
+def validate_graph(model: Model) -> None:
+    """Raise for any structural problem; return None when the graph is sound."""
+    source = model.source
+    by_id: dict[int, Layer] = {}
+    names: dict[str, Layer] = {}
+    for layer in model.layers:
+        if layer.id in by_id:
+            raise InvalidModelError(f"duplicate layer id {layer.id}", file=source, where=_where(layer))
+        by_id[layer.id] = layer
+        try:
+            schema = op_version(layer.type, layer.version)
+            layer.attrs = normalize_attrs(schema, layer.attrs)
+            if layer.type in ("AvgPool", "MaxPool"):
+                from ir.infer import _check_pool_values
+
+                _check_pool_values(layer.attrs)
+        except PoolirError as error:
+            raise _model_error(error).located(file=source, where=_where(layer)) from None
+        low, high = schema.outputs
+        count = len(layer.outputs)
+        if count < low or (high is not None and count > high):
+            expected = f"{low}" if low == high else f"{low} to {high if high is not None else 'any number of'}"
+            raise InvalidModelError(f"has {count} output ports, {schema.label} has {expected}",
+                                    file=source, where=_where(layer))
+        low, high = schema.inputs
+        count = len(layer.inputs)
+        if count < low or (high is not None and count > high):
+            expected = f"{low}" if low == high else f"{low} to {high if high is not None else 'any number of'}"
+            raise InvalidModelError(f"has {count} input ports, {schema.label} takes {expected}",
+                                    file=source, where=_where(layer))
+        if layer.type == "Const" and layer.data is None:
+            raise InvalidModelError("the Const has no data", file=source, where=_where(layer))
+        names.setdefault(layer.name, layer)
+
+    fed: dict[tuple[int, int], object] = {}
+    for edge in model.edges:
+        text = (f"edge from layer {edge.from_layer} port {edge.from_port} "
+                f"to layer {edge.to_layer} port {edge.to_port}")
+        source_layer = by_id.get(edge.from_layer)
+        target_layer = by_id.get(edge.to_layer)
+        if source_layer is None or target_layer is None:
+            missing = edge.from_layer if source_layer is None else edge.to_layer
+            raise InvalidModelError(f"{text}: there is no layer with id {missing} (a dangling edge)", file=source)
+        if not any(port.id == edge.from_port for port in source_layer.outputs):
+            raise InvalidModelError(f"{text}: port {edge.from_port} is not an output port of this layer "
+                                    "(a dangling edge)", file=source, where=_where(source_layer))
+        if not any(port.id == edge.to_port for port in target_layer.inputs):
+            raise InvalidModelError(f"{text}: port {edge.to_port} is not an input port of this layer "
+                                    "(a dangling edge)", file=source, where=_where(target_layer))
+        if (edge.to_layer, edge.to_port) in fed:
+            raise InvalidModelError(f"{text}: input port {edge.to_port} already has an edge "
+                                    "(two edges into one port)", file=source, where=_where(target_layer))
+        fed[(edge.to_layer, edge.to_port)] = edge
+    for layer in model.layers:
+        for port in layer.inputs:
+            if (layer.id, port.id) not in fed:
+                raise InvalidModelError(f"input port {port.id} is not connected", file=source, where=_where(layer))
+    topological_order(model)
+
+
+def topological_order(model: Model) -> list[Layer]:
+    """Layers so that every producer precedes its consumers (ties keep file order); raises on a cycle."""
+    by_id = {layer.id: layer for layer in model.layers}
+    pending = {layer.id: 0 for layer in model.layers}
+    consumers: dict[int, list[int]] = {layer.id: [] for layer in model.layers}
+    for edge in model.edges:
+        pending[edge.to_layer] += 1
+        consumers[edge.from_layer].append(edge.to_layer)
+    position = {layer.id: index for index, layer in enumerate(model.layers)}
+    ready = deque(layer.id for layer in model.layers if pending[layer.id] == 0)
+    order: list[Layer] = []
+    while ready:
+        layer_id = ready.popleft()
+        order.append(by_id[layer_id])
+        for consumer in sorted(consumers[layer_id], key=position.__getitem__):
+            pending[consumer] -= 1
+            if pending[consumer] == 0:
+                ready.append(consumer)
+    if len(order) != len(model.layers):
+        stuck = [layer for layer in model.layers if pending[layer.id] > 0]
+        raise InvalidModelError(f"the graph has a cycle through {len(stuck)} layers",
+                                file=model.source, where=_where(stuck[0]))
+    return order
+
+
+def _model_error(error: PoolirError) -> PoolirError:
+    if isinstance(error, UsageError):
+        return InvalidModelError(error.problem, file=error.file, where=error.where)
+    return error

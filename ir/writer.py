@@ -1,0 +1,160 @@
+"""Writing an `ir.Model` as IR `.xml` + `.bin`, in the layout OpenVINO itself writes.
+
+The output is deterministic: attributes in schema order (OpenVINO's order), tab indentation,
+Const data laid out in layer order with identical blobs stored once. So reading a file poolir wrote
+and writing it again gives identical bytes. `rt_info` elements are re-emitted from their verbatim copy.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from lxml import etree
+
+from ir.atomic import write_files_atomically
+from ir.element_types import PRECISION_OF, dtype_of
+from ir.errors import InvalidModelError, PoolirError, UsageError, layer_label
+from ir.model import Layer, Model, Port
+from ir.reader import join_names, parse_xml_safely
+from ir.schema import format_attrs, op_version
+
+SUPPORTED_VERSIONS = (10, 11)
+
+
+def serialize(model: Model, version: int | None = None) -> tuple[bytes, bytes]:
+    """(xml bytes, bin bytes) of `model`; `version` 10 or 11, default the model's own (11 when built)."""
+    version = model.version if version is None else version
+    if version not in SUPPORTED_VERSIONS:
+        raise UsageError(f"IR version {version!r} cannot be written (supported: 10, 11)")
+    weights = _Weights()
+    lines = ['<?xml version="1.0"?>', f'<net name="{_escape(model.name)}" version="{version}">', "\t<layers>"]
+    for layer in model.layers:
+        _emit_layer(lines, layer, version, weights, model.source)
+    lines.append("\t</layers>")
+    lines.append("\t<edges>")
+    for edge in model.edges:
+        lines.append(f'\t\t<edge from-layer="{edge.from_layer}" from-port="{edge.from_port}" '
+                     f'to-layer="{edge.to_layer}" to-port="{edge.to_port}" />')
+    lines.append("\t</edges>")
+    if model.rt_info is not None:
+        _emit_verbatim(lines, model.rt_info, 1)
+    lines.append("</net>")
+    return ("\n".join(lines) + "\n").encode("utf-8"), weights.content()
+
+
+def write_model(model: Model, path: str | os.PathLike, version: int | None = None) -> None:
+    """Write `path` (.xml) and, when the model has Const layers, the .bin beside it; atomically."""
+    path = Path(path)
+    xml_bytes, bin_bytes = serialize(model, version)
+    files = {path: xml_bytes}
+    if any(layer.type == "Const" for layer in model.layers):
+        files[path.with_suffix(".bin")] = bin_bytes
+    write_files_atomically(files)
+
+
+class _Weights:
+    """The .bin being laid out: identical blobs share one offset."""
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._offsets: dict[bytes, int] = {}
+
+    def add(self, blob: bytes) -> int:
+        if blob not in self._offsets:
+            self._offsets[blob] = self._size
+            self._chunks.append(blob)
+            self._size += len(blob)
+        return self._offsets[blob]
+
+    def content(self) -> bytes:
+        return b"".join(self._chunks)
+
+
+def _const_blob(layer: Layer) -> bytes:
+    element_type = layer.attrs["element_type"]
+    data = np.asarray(layer.data)
+    expected = tuple(d.min for d in layer.attrs["shape"])
+    if data.shape != expected:
+        raise InvalidModelError(f"the Const data has shape {list(data.shape)}, its shape attribute says "
+                                f"{list(expected)}")
+    if element_type == "u1":
+        return np.packbits(data.astype(np.bool_).ravel()).tobytes()  # most significant bit first
+    return np.ascontiguousarray(data, dtype=dtype_of(element_type)).tobytes()
+
+
+def _emit_layer(lines: list[str], layer: Layer, version: int, weights: _Weights, source: str | None) -> None:
+    where = layer_label(layer.name, layer.id, layer.type)
+    try:
+        schema = op_version(layer.type, layer.version)
+        attrs = dict(layer.attrs)
+        if layer.type == "Const":
+            blob = _const_blob(layer)
+            attrs["offset"], attrs["size"] = weights.add(blob), len(blob)
+        pairs = format_attrs(schema, attrs)
+    except PoolirError as error:
+        raise error.located(file=source, where=where) from None
+    head = (f'\t\t<layer id="{layer.id}" name="{_escape(layer.name)}" type="{_escape(layer.type)}" '
+            f'version="{_escape(layer.version)}"')
+    head += "".join(f' {key}="{_escape(value)}"' for key, value in layer.element_attrs.items())
+    if not (pairs or layer.rt_info or layer.inputs or layer.outputs):
+        lines.append(head + " />")
+        return
+    lines.append(head + ">")
+    if pairs:
+        lines.append("\t\t\t<data" + "".join(f' {key}="{_escape(value)}"' for key, value in pairs) + " />")
+    if layer.rt_info is not None:
+        _emit_verbatim(lines, layer.rt_info, 3)
+    for tag, ports in (("input", layer.inputs), ("output", layer.outputs)):
+        if ports:
+            lines.append(f"\t\t\t<{tag}>")
+            for port in ports:
+                _emit_port(lines, port, version)
+            lines.append(f"\t\t\t</{tag}>")
+    lines.append("\t\t</layer>")
+
+
+def _emit_port(lines: list[str], port: Port, version: int) -> None:
+    head = f'\t\t\t\t<port id="{port.id}"'
+    if port.element_type is not None:
+        head += f' precision="{PRECISION_OF[port.element_type]}"'
+    if version >= 11 and port.names:
+        head += f' names="{_escape(join_names(port.names))}"'
+    if not port.shape and port.rt_info is None:
+        lines.append(head + " />")
+        return
+    lines.append(head + ">")
+    for dim in port.shape:
+        lines.append(f"\t\t\t\t\t<dim>{dim.min if dim.is_static else -1}</dim>")
+    if port.rt_info is not None:
+        _emit_verbatim(lines, port.rt_info, 5)
+    lines.append("\t\t\t\t</port>")
+
+
+def _emit_verbatim(lines: list[str], text: str, depth: int) -> None:
+    _emit_element(lines, parse_xml_safely(text.encode("utf-8"), "<rt_info>"), depth)
+
+
+def _emit_element(lines: list[str], element: etree._Element, depth: int) -> None:
+    indent = "\t" * depth
+    head = f"{indent}<{element.tag}" + "".join(f' {k}="{_escape(v)}"' for k, v in element.attrib.items())
+    children = [child for child in element if isinstance(child.tag, str)]
+    text = (element.text or "").strip()
+    if not children and not text:
+        lines.append(head + " />")
+    elif not children:
+        lines.append(f"{head}>{_escape(text, quote=False)}</{element.tag}>")
+    else:
+        lines.append(head + ">")
+        for child in children:
+            _emit_element(lines, child, depth + 1)
+        lines.append(f"{indent}</{element.tag}>")
+
+
+def _escape(value: object, quote: bool = True) -> str:
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if quote:
+        text = text.replace('"', "&quot;").replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
+    return text
