@@ -197,8 +197,8 @@ _define("Cast", [(6, {"to": Attribute(INT, required=True)}), (19, {"saturate": A
                  (24, {"round_mode": Attribute(STRING, "up")})])
 _define("CastLike", [(15, {}), (19, {"saturate": Attribute(INT, 1)}), (24, {"round_mode": Attribute(STRING, "up")})])
 _define("Constant", [
-    (1, {"value": Attribute(TENSOR)}),
-    (11, {"sparse_value": Attribute(SPARSE)}),
+    (1, {"value": Attribute(TENSOR, required=True)}),
+    (11, {"value": Attribute(TENSOR), "sparse_value": Attribute(SPARSE)}),  # exactly one value attribute
     (12, {"value_float": Attribute(FLOAT), "value_floats": Attribute(FLOATS), "value_int": Attribute(INT),
           "value_ints": Attribute(INTS), "value_string": Attribute(STRING), "value_strings": Attribute(STRINGS)}),
 ])
