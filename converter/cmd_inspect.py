@@ -1,11 +1,22 @@
-"""`poolir inspect`: placeholder until its issue lands."""
+"""`poolir inspect MODEL [--json] [--strict]`: inputs, outputs, layers, declared vs inferred dims, warnings."""
+
+from __future__ import annotations
 
 import click
 
 from converter.cli import fail
+from converter.describe import describe
 
 
 @click.command("inspect")
-def command() -> None:
-    """Not built yet."""
-    fail("'poolir inspect' is not built yet")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
+@click.option("--strict", is_flag=True, help="Exit 2 when there is any warning (e.g. declared dims that "
+                                              "disagree with the inferred ones).")
+def command(model: str, as_json: bool, strict: bool) -> None:
+    """Show MODEL (.xml or .onnx): inputs, outputs, each layer's type, version, attributes and
+    declared vs inferred output dims, and warnings."""
+    description = describe(model)
+    click.echo(description.to_json() if as_json else description.render())
+    if strict and description.warnings:
+        fail(f"{model}: {len(description.warnings)} warning(s) with --strict: {description.warnings[0]}")

@@ -119,8 +119,11 @@ def _pool_axis(attrs: dict, axis: int, length: int) -> AxisWindow:
         raise UsageError(f"spatial axis {axis}: the dilated kernel {effective} is larger than the padded "
                          f"input {length + pad_begin + pad_end} (input {length}, pads {pad_begin}, {pad_end}); "
                          "OpenVINO refuses it")
-    (window,) = pool_windows([length], [kernel], [stride], [dilation], [pad_begin], [pad_end],
-                             attrs.get("rounding_type", "floor"), "explicit")
+    try:
+        (window,) = pool_windows([length], [kernel], [stride], [dilation], [pad_begin], [pad_end],
+                                 attrs.get("rounding_type", "floor"), "explicit")
+    except UsageError as error:  # pool_windows saw one axis only: name the real one
+        raise UsageError(f"spatial axis {axis}: {error.problem.removeprefix('spatial axis 0: ')}") from None
     return window
 
 
@@ -147,14 +150,22 @@ def infer_model(model: Model) -> Inference:
     outputs: dict[tuple[int, int], TensorInfo] = {}
     inputs: dict[tuple[int, int], TensorInfo] = {}
     warnings: list[ShapeWarning] = []
+    by_id = {layer.id: layer for layer in model.layers}
     for layer in order:
         where = layer_label(layer.name, layer.id, layer.type)
         layer_inputs = []
         for port in layer.inputs:
-            info = outputs[producers[(layer.id, port.id)]]
+            from_layer, from_port = producers[(layer.id, port.id)]
+            info = outputs[(from_layer, from_port)]
             inputs[(layer.id, port.id)] = info
             layer_inputs.append(info)
-            warnings.extend(_compare(model, where, port.id, port.shape, port.element_type, info))
+            # An input port that repeats its producer's (wrong) declaration adds nothing: the
+            # disagreement is reported once, at the producer's output port.
+            producer_port = by_id[from_layer].port(from_port)
+            warnings.extend(_compare(model, where, port.id,
+                                     port.shape if port.shape != producer_port.shape else None,
+                                     port.element_type if port.element_type != producer_port.element_type else None,
+                                     info))
         try:
             results = infer_layer(layer, layer_inputs)
             if len(results) != len(layer.outputs):
@@ -189,11 +200,12 @@ def _check_allocatable(shape: Shape) -> None:
                                 "(2**31, the limit poolir allocates)")
 
 
-def _compare(model: Model, where: str, port_id: int, declared: Shape, element_type: str | None,
+def _compare(model: Model, where: str, port_id: int, declared: Shape | None, element_type: str | None,
              info: TensorInfo) -> list[ShapeWarning]:
+    """Warnings for a port's declared dims and element type (None: nothing to compare)."""
     found = []
-    if len(declared) != len(info.shape) or any(
-            a.is_static and b.is_static and a.min != b.min for a, b in zip(declared, info.shape)):
+    if declared is not None and (len(declared) != len(info.shape) or any(
+            a.is_static and b.is_static and a.min != b.min for a, b in zip(declared, info.shape))):
         found.append(ShapeWarning(model.source, where, port_id, shape_str(declared), shape_str(info.shape)))
     if element_type is not None and element_type != info.element_type:
         found.append(ShapeWarning(model.source, where, port_id, element_type, info.element_type, "element type"))

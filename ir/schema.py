@@ -173,7 +173,7 @@ def _ones_like_kernel(attrs: dict[str, Any]) -> tuple[int, ...]:
 
 ROUNDING_V1 = ("floor", "ceil")
 ROUNDING_V14 = ("floor", "ceil", "ceil_torch")
-AUTO_PAD = ("explicit", "same_upper", "same_lower", "valid", "notset")
+AUTO_PAD = ("explicit", "same_upper", "same_lower", "valid")  # OpenVINO 2026 refuses "notset"
 AUTO_BROADCAST = ("none", "numpy")  # "pdpd" exists in OpenVINO but no pooling model uses it
 INDEX_TYPES = ("i32", "i64")
 
