@@ -1,11 +1,126 @@
-"""`poolir verify`: placeholder until its issue lands."""
+"""`poolir verify`: run a model on every path (runtime, converted forms, peers) and compare, output by output.
+
+A thin layer over `converter.verify`: this module only parses options and formats the report.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
 
 import click
 
-from converter.cli import fail
+from converter.cli import EXIT_MISMATCH
+from converter.verify import PEERS, ModelReport, Report, Row, verify_paths
+from ir.atomic import write_files_atomically
+
+STATUS_WORDS = {"reference": "reference", "ok": "ok", "mismatch": "MISMATCH", "refused": "REFUSED",
+                "expected-refused": "refused (expected)", "error": "ERROR"}
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value == 0:
+        return "0"
+    return f"{value:.3g}"
+
+
+def _shape(shape) -> str:
+    return "-" if shape is None else "[" + ",".join(map(str, shape)) + "]"
+
+
+def _value(value) -> str:
+    return repr(value) if isinstance(value, bool) else (f"{value:.9g}" if isinstance(value, float) else str(value))
+
+
+def format_model(model: ModelReport) -> list[str]:
+    """One model as a table: a header, one line per output and path, then the details of every failure."""
+    source = model.expected_source or {}
+    origin = ", ".join(str(v) for k, v in source.items() if k in ("kind", "document", "section", "test", "engine"))
+    reference = model.reference + (f" ({origin})" if origin else "")
+    lines = [f"{model.source}  [{'PASS' if model.passed else 'FAIL'}]",
+             f"  reference: {reference}; inputs: {model.inputs}"]
+    lines += [f"  warning: {warning}" for warning in model.warnings]
+    header = ("output", "path", "shape", "dtype", "max abs err", "max rel err", "status")
+    table = [header] + [(r.output, r.path, _shape(r.shape), r.dtype or "-", _number(r.max_abs_error),
+                         _number(r.max_rel_error), STATUS_WORDS.get(r.status, r.status)) for r in model.rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    for row in model.rows:
+        if row.status in ("mismatch", "refused", "error", "expected-refused"):
+            lines.append(f"  {row.output} via {row.path}: {_explain(row)}")
+    return lines
+
+
+def _explain(row: Row) -> str:
+    parts = [row.detail] if row.detail else []
+    if row.first_mismatch is not None:
+        m = row.first_mismatch
+        parts.append(f"first difference at [{','.join(map(str, m.index))}]: {_value(m.actual)} "
+                     f"instead of {_value(m.expected)}")
+    if row.tolerance is not None and row.status == "mismatch" and row.first_mismatch is not None:
+        parts.append(f"rtol {row.tolerance.rtol:g}, atol {row.tolerance.atol:g}")
+    return "; ".join(parts)
+
+
+def format_summary(report: Report) -> str:
+    counts = report.counts()
+    failed = sum(not m.passed for m in report.models)
+    rows = ", ".join(f"{n} {STATUS_WORDS.get(s, s)}" for s, n in sorted(counts.items()))
+    verdict = "all match" if report.passed else f"{failed} model(s) failed"
+    return f"{len(report.models)} model(s), {sum(counts.values())} row(s): {rows} -- {verdict}"
+
+
+class _Progress:
+    """A one-line counter on stderr, only when stderr is a terminal (never in logs or pipes)."""
+
+    def __init__(self) -> None:
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, target: Path | None) -> None:
+        if not self.enabled or total < 2:
+            return
+        if target is None:
+            sys.stderr.write("\r\033[K")
+        else:
+            sys.stderr.write(f"\r\033[Kverifying {done + 1}/{total} {target}")
+        sys.stderr.flush()
 
 
 @click.command("verify")
-def command() -> None:
-    """Not built yet."""
-    fail("'poolir verify' is not built yet")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--peer", "peers", multiple=True, type=click.Choice(PEERS),
+              help="Add a real engine as an extra path (repeatable).")
+@click.option("--rtol", type=float, default=None, help="Relative tolerance for floating outputs "
+              "(default per dtype: f64 1e-9, f32 1e-5, f16 2e-3, bf16 1.6e-2).")
+@click.option("--atol", type=float, default=None, help="Absolute tolerance for floating outputs "
+              "(default per dtype: f64 1e-12, f32 1e-6, f16 1e-3, bf16 1e-2). Integers are always exact.")
+@click.option("--inputs", "inputs", type=click.Path(dir_okay=False), metavar="FILE.npz",
+              help="Feeds for the model files given (example folders use their own inputs.npz).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs that are not given.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of tables.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also write the JSON report to FILE (atomically).")
+def command(paths, peers, rtol, atol, inputs, seed, as_json, report_file) -> None:
+    """Check that a model gives the same outputs on every path: as given, converted, converted back, and
+    on the real engines (--peer). PATHS are .onnx or .xml models or folders of examples (default:
+    examples/); an example's expected.npz is the reference there.
+
+    Exit status: 0 when everything matches, 1 on any mismatch or unexpected refusal, 2 on bad input.
+    """
+    report = verify_paths(paths, peers=peers, rtol=rtol, atol=atol, seed=seed, inputs=inputs,
+                          progress=_Progress())
+    document = json.dumps(report.to_dict(), indent=2) + "\n"
+    if report_file:
+        write_files_atomically({report_file: document.encode()})
+    if as_json:
+        click.echo(document, nl=False)
+    else:
+        for model in report.models:
+            click.echo("\n".join(format_model(model)) + "\n")
+        click.echo(format_summary(report))
+    if not report.passed:
+        sys.exit(EXIT_MISMATCH)
