@@ -145,6 +145,8 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
         schema = op_version(layer_type, element.get("version"))
         data = _only_child(element, "data", source, where, required=False)
         attrs = parse_attrs(schema, dict(data.attrib) if data is not None else {})
+    except UsageError as error:  # a malformed or out-of-range attribute: the file's fault
+        raise InvalidModelError(error.problem, file=source, where=where) from None
     except PoolirError as error:
         raise error.located(file=source, where=where) from None
     layer = Layer(id=layer_id, name=name, type=layer_type, version=element.get("version"), attrs=attrs,
