@@ -22,7 +22,8 @@ import onnx
 from onnx import numpy_helper
 
 from ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
-from runtime.onnx_ops import ADAPTERS, OP_VERSIONS, NodeContext, constant_value, normalize_attributes, onnx_dtype, op_version
+from runtime.onnx_ops import (ADAPTERS, OP_VERSIONS, NodeContext, constant_value, normalize_attributes, onnx_dtype,
+                              op_version)
 from runtime.session import TensorSpec
 
 DEFAULT_DOMAINS = ("", "ai.onnx")

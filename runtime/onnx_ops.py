@@ -37,7 +37,7 @@ Pooling readings (these go into the README's semantics section too):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import ml_dtypes
@@ -303,11 +303,14 @@ class OnnxPool:
     def spatial_rank(self) -> int:
         return len(self.kernel)
 
+    def check_rank(self, rank: int) -> None:
+        if rank != self.spatial_rank + 2:
+            raise UsageError(f"input rank {rank} does not match kernel_shape with {self.spatial_rank} "
+                             f"axes (expected rank {self.spatial_rank + 2}: N, C and {self.spatial_rank} spatial)")
+
     def windows(self, input_shape: Sequence[int]):
         """ir.geometry windows for an input of this shape (N, C, spatial...). Raises UsageError."""
-        if len(input_shape) != self.spatial_rank + 2:
-            raise UsageError(f"input rank {len(input_shape)} does not match kernel_shape with {self.spatial_rank} "
-                             f"axes (expected rank {self.spatial_rank + 2}: N, C and {self.spatial_rank} spatial)")
+        self.check_rank(len(input_shape))
         return pool_windows(tuple(input_shape[2:]), self.kernel, self.strides, self.dilations, self.pads_begin,
                             self.pads_end, self.rounding, self.auto_pad)
 
@@ -406,7 +409,6 @@ class NodeContext:
     input_shapes: list[tuple[int | None, ...] | None]
     constants: list[np.ndarray | None]  # per input: its value when it is an initializer or a Constant
     output_count: int
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 Step = Callable[..., tuple]
@@ -451,7 +453,7 @@ class WindowedPoolStep:
 
         self.pool = pool
         self.version = version
-        self._plans: dict[tuple[int, ...], tuple] = {}
+        self._plans: dict[tuple, tuple] = {}  # (shape, dtype) -> windows
         if pool.family == "max":
             layout = (kernels.IndexLayout(dtype=np.int64, flatten_from=0,
                                           spatial_column_major=pool.column_major_indices, empty_index=-1)
@@ -470,17 +472,19 @@ class WindowedPoolStep:
                 return (kernels.lp_pool(x, windows, p=pool.p),)
         self._run = run
 
-    def plan(self, shape: tuple[int, ...]):
-        windows = self._plans.get(shape)
+    def plan(self, shape: tuple[int, ...], dtype: np.dtype):
+        """Check the type and resolve the geometry for one input shape; cached."""
+        key = (shape, np.dtype(dtype))
+        windows = self._plans.get(key)
         if windows is None:
-            windows = self._plans[shape] = self.pool.windows(shape)
+            check_dtype(self.version, dtype)
+            windows = self._plans[key] = self.pool.windows(shape)
         return windows
 
     def __call__(self, x: np.ndarray) -> tuple:
-        windows = self._plans.get(x.shape)
+        windows = self._plans.get((x.shape, x.dtype))
         if windows is None:
-            check_dtype(self.version, x.dtype)
-            windows = self.plan(x.shape)
+            windows = self.plan(x.shape, x.dtype)
         return self._run(x, windows)
 
 
@@ -492,10 +496,9 @@ def plan_windowed_pool(ctx: NodeContext) -> Step:
         check_dtype(ctx.version, ctx.input_types[0])
     shape = ctx.input_shapes[0]
     if shape is not None:
-        if len(shape) != pool.spatial_rank + 2:
-            pool.windows(shape)  # raises the rank error
-        if all(d is not None for d in shape):
-            step.plan(tuple(shape))
+        pool.check_rank(len(shape))
+        if all(d is not None for d in shape) and ctx.input_types[0] is not None:
+            step.plan(tuple(shape), ctx.input_types[0])
     return step
 
 

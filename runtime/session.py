@@ -21,7 +21,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError
+from ir.errors import FeedError, InvalidModelError, UnsupportedError, UsageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,4 +158,4 @@ def run(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return Session(model).run(feeds)
 
 
-__all__ = ["Program", "Session", "TensorSpec", "load_program", "run", "PoolirError"]
+__all__ = ["Program", "Session", "TensorSpec", "load_program", "run"]

@@ -36,11 +36,8 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
-import onnx
 import pytest
-from onnx import helper
 
 import runtime
 from tests.peers import onnxruntime_run
