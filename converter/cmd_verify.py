@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from converter.cli import EXIT_MISMATCH
 from converter.verify import PEERS, ModelReport, Report, Row, verify_paths
 from ir.atomic import write_files_atomically
 
@@ -123,4 +122,6 @@ def command(paths, peers, rtol, atol, inputs, seed, as_json, report_file) -> Non
             click.echo("\n".join(format_model(model)) + "\n")
         click.echo(format_summary(report))
     if not report.passed:
+        from converter.cli import EXIT_MISMATCH  # here, not at the top: cli imports this module
+
         sys.exit(EXIT_MISMATCH)
