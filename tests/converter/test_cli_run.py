@@ -143,3 +143,15 @@ def test_unsupported_op_lists_every_one(tmp_path):
     onnx.save(model, path)
     _bad(invoke("run", path), "MaxUnpool (domain ai.onnx, opset 22)", "Foo (domain com.example, opset 1)",
          "LRN (domain ai.onnx, opset 22)")
+
+
+def test_run_an_ir_xml_matches_openvino(tmp_path):
+    from tests.peers import openvino_convert_to_xml, openvino_run_xml
+
+    xml = openvino_convert_to_xml(_maxpool_model(shape=(1, 2, 7, 5)), tmp_path / "net.xml")
+    x = np.random.default_rng(5).standard_normal((1, 2, 7, 5)).astype(np.float32)
+    np.savez(tmp_path / "feeds.npz", x=x)
+    result = invoke("run", xml, "--inputs", tmp_path / "feeds.npz", "-o", tmp_path / "out.npz")
+    assert result.exit_code == 0, result.output
+    with np.load(tmp_path / "out.npz") as saved:
+        np.testing.assert_array_equal(saved["y"], openvino_run_xml(xml, {"x": x})["y"])
