@@ -332,14 +332,12 @@ def _power(info):
 
 @_builder("Divide")
 def _divide(info):
-    # m_pythondiv (default true): integer division floors, as Python's //; false: truncates toward 0.
-    python_division = attr_bool(info.layer, "m_pythondiv", True)
-
+    # Integer division truncates toward zero, whatever m_pythondiv says. The spec says m_pythondiv=true
+    # (the default) floors, but OpenVINO's CPU plugin truncates: i32 [-7, 7] / [2, -2] -> [-3, -3] with
+    # m_pythondiv=true (floor would give [-4, -4]); the IR means what OpenVINO computes.
     def divide(a, b):
         if tensor_ops.is_float(a.dtype):
             return _in_work_precision(np.divide)(a, b)
-        if python_division:
-            return np.floor_divide(a, b)
         return tensor_ops.divide(a, b)
 
     return _broadcasting(info, divide)
