@@ -10,17 +10,22 @@ Pooling readings (these go into the README's semantics section too):
 
 - ceil_mode=1 rounds the output size up, but a last window that would start at or after L + pad_begin
   (in the right padding) is dropped, in every version ("sliding windows that would start in the right
-  padded region are ignored", AveragePool-19/22, MaxPool-22): ir.geometry rounding "ceil_torch".
+  padded region are ignored", AveragePool-19/22, MaxPool-22; PyTorch documents the same rule for its
+  ceil_mode; onnxruntime and onnx.reference agree): ir.geometry rounding "ceil_torch".
 - count_include_pad=1 divides by the taps inside the padded tensor [-pad_begin, L + pad_end), never by
-  taps past it (a ceil overhang): divisor "padded". count_include_pad=0, and AveragePool-1 (which has no
+  taps past it (a ceil overhang): divisor "padded" (as PyTorch's avg_pool, whose divisor is clipped to
+  the padded input, and onnxruntime). count_include_pad=0, and AveragePool-1 (which has no
   such attribute and always excludes pads), divide by the real input taps: divisor "real".
 - auto_pad SAME_UPPER/SAME_LOWER: out = ceil(L / s), total pad (out - 1) * s + (k - 1) * d + 1 - L (at
   least 0), the odd element at the end (UPPER) or the beginning (LOWER); ceil_mode does not change it
   (AveragePool-19/22: "SAME_UPPER or SAME_LOWER: output_spatial_shape[i] = ceil(input_spatial_shape[i] /
-  strides_spatial_shape[i])", one formula for both modes). onnxruntime agrees.
+  strides_spatial_shape[i])", one formula for both modes; onnxruntime agrees). Dilation counts, as the
+  spec's pad_shape formula says; onnxruntime 1.31 pads for the undilated kernel, and fails ("padding
+  values must be non-negative") where the formula is negative (stride > effective kernel: no padding).
 - auto_pad VALID: no padding and out = floor((L - ek) / s) + 1 even when ceil_mode=1. The spec's VALID
   formula (every version) is ceil((L - ek + 1) / s), which is that same number, and it is stated
-  without reference to ceil_mode; onnx.reference agrees (MaxPool). onnxruntime 1.31 instead applies ceil
+  without reference to ceil_mode; onnx.reference agrees for MaxPool (its AveragePool refuses ceil_mode
+  with auto_pad). onnxruntime 1.31 instead applies ceil
   rounding to VALID (L=3, k=2, s=2 gives 2 windows, the second a half-window); poolir follows the spec.
 - Windows with no real input element (possible when a pad >= the kernel extent; onnxruntime refuses
   such pads, "Pad should be smaller than kernel"): MaxPool gives -inf (integers: the type's minimum),
