@@ -80,6 +80,11 @@ def test_feed_errors_name_the_file_input_and_problem(tmp_path, feeds, fragments)
         assert fragment in message
 
 
+def test_feeds_must_be_a_mapping():
+    with pytest.raises(FeedError, match="feeds must be a mapping of input name to numpy array, not list"):
+        runtime.Session(two_input_model()).run([A, B])
+
+
 def test_dynamic_dims_come_from_the_feeds():
     model = two_input_model()
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
