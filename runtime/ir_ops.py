@@ -6,13 +6,16 @@ operators mean. Every rule below was found by running OpenVINO and is pinned by
 tests/runtime/test_ir_pooling_vs_openvino.py; the evidence (an input and OpenVINO's output) sits next
 to the code that implements the rule. In short:
 
-Geometry (`pool_windows_for`):
+Geometry (implemented once, by `ir.infer.pool_windows_of`, which IR shape inference uses too):
   G1 explicit pads: out = floor/ceil((L + pb + pe - ek) / s) + 1; `ceil` keeps a last window that starts
      in (or past) the right padding, `ceil_torch` drops it.
   G2 same_upper / same_lower: pads from `ir.geometry.same_pads`, but the layer's rounding_type still
      applies: L=6, k=1, s=4, same_upper, ceil gives 3 outputs, not ceil(6/4) = 2.
   G3 valid: pads (0, 0) with the layer's rounding: L=6, k=1, s=4, ceil gives 3 outputs.
   G4 with auto_pad other than explicit the pads_begin/pads_end attributes are ignored.
+  Evidence: x = 1..6, k=1, s=4 with same_upper, same_lower or valid (pads 1, 1 given): ceil -> [1, 5, 0]
+  for AvgPool and [1, 5, -3.4e38] for MaxPool (3 outputs, the last window starts at 8), ceil_torch and
+  floor -> 2 outputs; x = ones(6), k=3, s=2, valid, pads (1, 1), ceil -> [1, 1, 1] (pads ignored).
 AvgPool divisor (`AvgPoolOp`):
   A1 exclude-pad=true: the number of real input taps.
   A2 exclude-pad=false and some resolved pad (any axis, begin or end) is non-zero: the full kernel
@@ -45,7 +48,8 @@ import ml_dtypes
 import numpy as np
 
 from ir.errors import InvalidModelError, UnsupportedError, UsageError
-from ir.geometry import AxisWindow, pool_windows, same_pads
+from ir.geometry import AxisWindow
+from ir.infer import pool_windows_of
 from ir.model import Layer
 from runtime import kernels
 
@@ -182,37 +186,25 @@ class PoolAttributes:
                                         f"'kernel' has {rank}")
         return attrs
 
-    def windows(self, spatial: tuple[int, ...]) -> tuple[AxisWindow, ...]:
-        """The windows OpenVINO computes for these attributes (rules G1-G4)."""
-        if len(spatial) != len(self.kernel):
-            raise UsageError(f"input has {len(spatial)} spatial axes, 'kernel' has {len(self.kernel)}")
-        if self.auto_pad in ("same_upper", "same_lower"):
-            # G2: evidence: x = 1..6, k=1, s=4, same_upper, ceil -> OpenVINO [1, 5, 0] (3 outputs;
-            # ceil_torch -> [1, 5]). OpenVINO resolves the SAME pads and then applies rounding_type.
-            pads = [same_pads(length, k, s, d, self.auto_pad)
-                    for length, k, s, d in zip(spatial, self.kernel, self.strides, self.dilations)]
-            pads_begin, pads_end = tuple(p[0] for p in pads), tuple(p[1] for p in pads)
-        elif self.auto_pad == "valid":
-            # G3/G4: x = ones(6), k=3, s=2, valid, pads 1,1, ceil -> 3 outputs, all 1.0: pads ignored,
-            # ceil kept (OpenVINO does not force floor for valid).
-            pads_begin = pads_end = (0,) * len(spatial)
-        else:
-            pads_begin, pads_end = self.pads_begin, self.pads_end
-        return pool_windows(spatial, self.kernel, self.strides, self.dilations, pads_begin, pads_end,
-                            self.rounding, "explicit")
-
 
 class _WindowCache:
-    """Windows depend only on the spatial input dims: resolve them once per distinct input shape."""
+    """Windows depend only on the spatial input dims: resolve them once per distinct input shape.
 
-    def __init__(self, attrs: PoolAttributes):
-        self.attrs = attrs
+    The windows are `ir.infer.pool_windows_of`, the one implementation of OpenVINO's geometry (rules
+    G1-G4), shared with IR shape inference.
+    """
+
+    def __init__(self, layer: Layer, rank: int):
+        self.layer = layer
+        self.rank = rank
         self._cache: dict[tuple[int, ...], Any] = {}
 
     def get(self, spatial: tuple[int, ...], build: Callable[[tuple[AxisWindow, ...]], Any]):
         entry = self._cache.get(spatial)
         if entry is None:
-            entry = build(self.attrs.windows(spatial))
+            if len(spatial) != self.rank:
+                raise UsageError(f"input has {len(spatial)} spatial axes, 'kernel' has {self.rank}")
+            entry = build(pool_windows_of(self.layer, spatial))
             self._cache[spatial] = entry
         return entry
 
@@ -246,7 +238,7 @@ class AvgPoolOp:
         self.op_version, self.version = pool_version(layer)
         self.attrs = PoolAttributes.of(layer, self.op_version, self.version)
         self.exclude_pad = attr_bool(layer, "exclude-pad", False)
-        self._cache = _WindowCache(self.attrs)
+        self._cache = _WindowCache(layer, len(self.attrs.kernel))
 
     def _plan(self, windows: tuple[AxisWindow, ...]) -> _AvgPlan:
         if self.exclude_pad:
@@ -354,7 +346,7 @@ class MaxPoolOp:
         if index_type not in INDEX_TYPES:
             raise InvalidModelError(f"attribute 'index_element_type' = {index_type!r} is not one of i32, i64")
         self.index_dtype = INDEX_TYPES[index_type]
-        self._cache = _WindowCache(self.attrs)
+        self._cache = _WindowCache(layer, len(self.attrs.kernel))
 
     def _flatten_from(self, rank: int) -> int:
         # M3: evidence: x of shape (2, 3, 3, 4): axis=0 -> indices over the whole tensor (n*36 + c*12 + ...),
