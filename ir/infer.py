@@ -26,6 +26,12 @@ for both ops; the probe is tests/ir/test_infer_openvino.py's grid in small):
      OpenVINO refuses the layer ("Kernel after dilation has size ... larger than the data shape
      after padding"), even where ceil rounding would give one output.
   4. ceil_torch is ceil minus a last window that would start at or after L + pads_begin.
+  5. AvgPool with exclude-pad=true and auto_pad explicit is refused when pads_begin or pads_end
+     >= the dilated kernel on a static axis ("Kernel after dilation is sometimes entirely in the
+     padding area"): such a window would average nothing. Dynamic axes, exclude-pad=false, the
+     auto_pad modes and MaxPool are exempt.
+  6. A dynamic input dim with bounds [lo, hi] gives the output bounds [max(1, out(lo)), out(hi)]
+     (hi unbounded stays unbounded) for explicit and valid; for same_* the output dim is fully dynamic.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import numpy as np
 
 from ir.element_types import dtype_of, element_type_of
 from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
-from ir.geometry import AxisWindow, pool_windows, same_pads
+from ir.geometry import AxisWindow, output_length, pool_windows, same_pads
 from ir.model import Dim, Layer, Model, Shape, shape_str, static_shape
 from ir.schema import op_version
 
@@ -90,11 +96,11 @@ class Inference:
 def pool_windows_of(layer: Layer, spatial: Sequence[int]) -> tuple[AxisWindow, ...]:
     """The resolved windows of an AvgPool/MaxPool layer over static spatial dims, by OpenVINO's rules
     (see the module docstring). Raises UsageError for values OpenVINO refuses; callers locate it."""
-    _check_pool_attrs(layer.attrs, len(spatial))
+    _check_pool_attrs(layer.type, layer.attrs, len(spatial))
     return tuple(_pool_axis(layer.attrs, axis, length) for axis, length in enumerate(spatial))
 
 
-def _check_pool_attrs(attrs: dict, rank: int) -> None:
+def _check_pool_attrs(layer_type: str, attrs: dict, rank: int) -> None:
     for name in ("kernel", "strides", "dilations", "pads_begin", "pads_end"):
         values = attrs.get(name)
         if values is not None and len(values) != rank:
@@ -108,13 +114,18 @@ def _pool_axis(attrs: dict, axis: int, length: int) -> AxisWindow:
     kernel, stride = attrs["kernel"][axis], attrs["strides"][axis]
     dilation = attrs["dilations"][axis] if attrs.get("dilations") else 1
     auto_pad = attrs.get("auto_pad", "explicit")
+    effective = (kernel - 1) * dilation + 1
     if auto_pad in ("same_upper", "same_lower"):
         pad_begin, pad_end = same_pads(length, kernel, stride, dilation, auto_pad)
     elif auto_pad == "valid":
         pad_begin, pad_end = 0, 0
     else:
         pad_begin, pad_end = attrs["pads_begin"][axis], attrs["pads_end"][axis]
-    effective = (kernel - 1) * dilation + 1
+        if attrs.get("exclude-pad") and max(pad_begin, pad_end) >= effective:
+            # Rule 5: a window could lie entirely in the padding and average nothing.
+            raise UsageError(f"spatial axis {axis}: pads {pad_begin}, {pad_end} are not smaller than the dilated "
+                             f"kernel {effective}, so with exclude-pad a window can lie entirely in the padding; "
+                             "OpenVINO refuses such an AvgPool")
     if effective > length + pad_begin + pad_end:
         raise UsageError(f"spatial axis {axis}: the dilated kernel {effective} is larger than the padded "
                          f"input {length + pad_begin + pad_end} (input {length}, pads {pad_begin}, {pad_end}); "
@@ -294,15 +305,36 @@ def _result(layer, inputs):
     return []
 
 
+def _pool_interval(attrs: dict, axis: int, dim: Dim) -> Dim:
+    """Output bounds for a dynamic input dim: the output length grows with the input length, so the
+    bounds are the outputs of the bounds; OpenVINO clamps the lower one to 1, and with same_* pads
+    it gives no bounds at all (rule 6)."""
+    if attrs.get("auto_pad", "explicit") in ("same_upper", "same_lower"):
+        return Dim.dynamic()
+
+    def length(value: int) -> int:
+        kernel, stride = attrs["kernel"][axis], attrs["strides"][axis]
+        dilation = attrs["dilations"][axis] if attrs.get("dilations") else 1
+        auto_pad = attrs.get("auto_pad", "explicit")
+        if auto_pad in ("same_upper", "same_lower"):
+            pads = same_pads(value, kernel, stride, dilation, auto_pad)
+        else:
+            pads = (0, 0) if auto_pad == "valid" else (attrs["pads_begin"][axis], attrs["pads_end"][axis])
+        return output_length(value, kernel, stride, dilation, *pads, attrs.get("rounding_type", "floor"))
+
+    return Dim(max(1, length(dim.min)), None if dim.max is None else max(1, length(dim.max)))
+
+
 def _pool(layer, inputs):
     (data,) = inputs
     if len(data.shape) < 3:
         raise InvalidModelError(f"input {shape_str(data.shape)} must have rank >= 3 (batch, channels, spatial)")
     spatial = data.shape[2:]
-    _check_pool_attrs(layer.attrs, len(spatial))
+    _check_pool_attrs(layer.type, layer.attrs, len(spatial))
     out = list(data.shape[:2])
     for axis, dim in enumerate(spatial):
-        out.append(Dim.static(_pool_axis(layer.attrs, axis, dim.min).output) if dim.is_static else Dim.dynamic())
+        out.append(Dim.static(_pool_axis(layer.attrs, axis, dim.min).output) if dim.is_static else
+                   _pool_interval(layer.attrs, axis, dim))
     outputs = [TensorInfo(data.element_type, tuple(out))]
     if layer.type == "MaxPool" and "index_element_type" in layer.attrs:
         outputs.append(TensorInfo(layer.attrs["index_element_type"], tuple(out)))
