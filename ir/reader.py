@@ -49,7 +49,8 @@ def parse_xml_safely(data: bytes, source: str) -> etree._Element:
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as error:
-        raise InvalidModelError(f"malformed XML: {error}", file=source) from None
+        # libxml2's messages can contain a newline; a PoolirError message is one line.
+        raise InvalidModelError(f"malformed XML: {' '.join(str(error).split())}", file=source) from None
     if root.getroottree().docinfo.doctype:
         raise InvalidModelError("a DOCTYPE declaration is not allowed in an IR file", file=source)
     return root
