@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Mapping
 
 import numpy as np
@@ -53,6 +54,23 @@ def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None
             shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
         infos[value.name] = (dtype, shape)
     return infos
+
+
+def _check_inputs(step, names: list[str], label: str) -> None:
+    """The node gives every input its bound step requires, and no more than it accepts."""
+    parameters = inspect.signature(step).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        required, accepted = 1, None
+    else:
+        required = sum(1 for p in parameters if p.default is inspect.Parameter.empty)
+        accepted = len(parameters)
+    while names and not names[-1]:
+        names = names[:-1]
+    if accepted is not None and len(names) > accepted:
+        raise UsageError(f"{len(names)} inputs, but {label} takes at most {accepted}")
+    missing = [position for position in range(required) if position >= len(names) or not names[position]]
+    if missing:
+        raise UsageError(f"required input {missing[0]} of {label} is not given ({len(names)} inputs)")
 
 
 class OnnxProgram:
@@ -178,6 +196,7 @@ class OnnxProgram:
                     output_count=len(outputs),
                 )
                 step = ADAPTERS[node.op_type](context)
+                _check_inputs(step, list(node.input), version.label)
             except UsageError as error:
                 raise InvalidModelError(error.problem, file=self.source, where=label) from None
             steps.append([step, list(node.input), outputs, label, ()])

@@ -295,3 +295,18 @@ def test_version_tables_match_onnx_schemas():
                     if default.name:
                         assert attribute.default == onnx.helper.get_attribute_value(default) or \
                             attribute.default == onnx.helper.get_attribute_value(default).decode(), (op_type, name)
+
+
+@pytest.mark.parametrize("inputs, fragment", [
+    (["x", "x", "x"], "3 inputs, but Add-7 takes at most 2"),
+    (["x"], "required input 1 of Add-7 is not given (1 inputs)"),
+    (["", "x"], "required input 0 of Add-7 is not given"),
+])
+def test_input_counts_are_checked_at_construction(inputs, fragment):
+    graph = helper.make_graph([helper.make_node("Add", inputs, ["y"], name="add")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
+    with pytest.raises(InvalidModelError) as caught:
+        runtime.Session(model)
+    assert "node 'add' (Add)" in str(caught.value) and fragment in str(caught.value)
