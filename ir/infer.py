@@ -412,12 +412,16 @@ def _reshape(layer, inputs):
         raise InvalidModelError(f"target shape {requested} has more than one -1")
     total = _static_values(data.shape)
     if None in dims:
-        known = [d for d in dims if d is not None]
-        if total is not None and all(d.is_static for d in known):
-            rest = math.prod(d.min for d in known)
-            if rest == 0 or math.prod(total) % rest:
+        # The -1 dim is (input elements) / (other output elements). Dims copied by special_zero
+        # appear on both sides and cancel, so a copied dynamic batch still gives a static -1.
+        copied = {i for i, v in enumerate(requested) if v == 0 and layer.attrs["special_zero"]}
+        numerator = [d for i, d in enumerate(data.shape) if i not in copied]
+        denominator = [d for i, d in enumerate(dims) if d is not None and i not in copied]
+        if all(d.is_static for d in (*numerator, *denominator)):
+            whole, rest = math.prod(d.min for d in numerator), math.prod(d.min for d in denominator)
+            if rest == 0 or whole % rest:
                 raise InvalidModelError(f"cannot reshape {shape_str(data.shape)} to {requested}")
-            dims[dims.index(None)] = Dim.static(math.prod(total) // rest)
+            dims[dims.index(None)] = Dim.static(whole // rest)
         else:
             dims[dims.index(None)] = Dim.dynamic()
     shape = tuple(dims)
