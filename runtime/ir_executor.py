@@ -325,9 +325,16 @@ def _minimum(info):
     return _broadcasting(info, np.minimum)
 
 
+def _integer_power(a, b):
+    # OpenVINO: i32 [2, 1, 2] ** [-1, -1, 2] -> [0, 1, 4]: a float power, truncated (numpy refuses
+    # negative integer exponents).
+    return np.trunc(np.power(a.astype(np.float64), b.astype(np.float64))).astype(a.dtype)
+
+
 @_builder("Power")
 def _power(info):
-    return _broadcasting(info, tensor_ops.power)
+    return _broadcasting(info, lambda a, b: tensor_ops.power(a, b) if tensor_ops.is_float(a.dtype)
+                         else _integer_power(a, b))
 
 
 @_builder("Divide")
@@ -353,8 +360,16 @@ def _unary(function) -> Callable[[_LayerInfo], LayerFn]:
     return lambda info: (lambda args: (np.asarray(function(args[0])).astype(args[0].dtype, copy=False),))
 
 
-_builder("Abs")(_unary(np.abs))
+def _abs(x):
+    if x.dtype.kind == "i":
+        # OpenVINO saturates: i8 abs(-128) -> 127 (numpy wraps to -128).
+        return np.abs(x.astype(np.int64)).clip(max=np.iinfo(x.dtype).max)
+    return np.abs(x)
+
+
+_builder("Abs")(_unary(_abs))
 _builder("Floor")(_unary(lambda x: np.floor(x) if tensor_ops.is_float(x.dtype) else x))
+# Integer Sqrt rounds to nearest: OpenVINO i32 sqrt([2, 3, 26]) -> [1, 2, 5].
 _builder("Sqrt")(_unary(lambda x: tensor_ops.unary_float(np.sqrt, x) if tensor_ops.is_float(x.dtype)
                         else np.rint(np.sqrt(x.astype(np.float64)))))
 
