@@ -177,3 +177,68 @@ def test_grid_breadth():
     assert any(a.get("storage_order") == 1 for a in attrs)
     assert any(c.with_indices and c.dtype in (np.int8, np.uint8) for c in CASES)
     assert any(c.with_indices and len(c.shape) == 3 and c.attrs.get("dilations") for c in CASES)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Random attribute combinations beyond the fixed grid (derandomized: the same examples every run)
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def random_cases(draw):
+    op_type, opset = draw(st.sampled_from([("MaxPool", 22), ("MaxPool", 12), ("AveragePool", 22),
+                                           ("AveragePool", 19), ("LpPool", 18), ("LpPool", 22)]))
+    rank = draw(st.integers(1, 3))
+    kernel = [draw(st.integers(1, 4)) for _ in range(rank)]
+    strides = [draw(st.integers(1, 3)) for _ in range(rank)]
+    dilations = [draw(st.integers(1, 3)) for _ in range(rank)]
+    attrs = {"kernel_shape": kernel, "strides": strides, "dilations": dilations}
+    auto_pad = draw(st.sampled_from(["NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"]))
+    if auto_pad == "NOTSET":
+        attrs["pads"] = [draw(st.integers(0, k - 1)) for k in kernel] + [draw(st.integers(0, k - 1)) for k in kernel]
+    else:
+        attrs["auto_pad"] = auto_pad
+    if draw(st.booleans()):
+        attrs["ceil_mode"] = 1
+    if op_type == "AveragePool":
+        attrs["count_include_pad"] = draw(st.integers(0, 1))
+    if op_type == "LpPool":
+        attrs["p"] = draw(st.integers(1, 4))
+    with_indices = op_type == "MaxPool" and draw(st.booleans())
+    if with_indices:
+        attrs["storage_order"] = draw(st.integers(0, 1))
+    spatial = []
+    for k, d in zip(kernel, dilations):
+        effective = (k - 1) * d + 1
+        spatial.append(draw(st.integers(effective, effective + 7)))  # at least one window, even unpadded
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 3)), *spatial)
+    return GridCase(op_type, opset, shape, np.dtype(np.float32), attrs, with_indices)
+
+
+def _has_window_without_real_input(case: GridCase) -> bool:
+    """With dilations, a window can miss the input even when pads < kernel; onnxruntime then reports
+    its own fill values (see test_onnx_semantics.py for poolir's), so such draws are not compared."""
+    from ir.geometry import pool_windows
+
+    a = case.attrs
+    rank = len(a["kernel_shape"])
+    pads = a.get("pads", [0] * 2 * rank)
+    rounding = "ceil_torch" if a.get("ceil_mode") and "auto_pad" not in a else "floor"
+    auto = {"SAME_UPPER": "same_upper", "SAME_LOWER": "same_lower", "VALID": "valid"}.get(a.get("auto_pad"),
+                                                                                          "explicit")
+    windows = pool_windows(case.shape[2:], a["kernel_shape"], a["strides"], a["dilations"], pads[:rank],
+                           pads[rank:], rounding, auto)
+    return any((w.real_taps() == 0).any() for w in windows)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(random_cases())
+def test_random_attributes_match_onnxruntime(case):
+    if _has_window_without_real_input(case):
+        return
+    kernel = case.attrs["kernel_shape"]
+    if case.attrs.get("auto_pad") in SAME and _needs_explicit_same(case) and \
+            any(pad >= kernel[i % len(kernel)] for i, pad in enumerate(_spec_same_pads(case))):
+        return  # rule 2's explicit pads reach the kernel size, which onnxruntime refuses
+    test_matches_onnxruntime(case)
