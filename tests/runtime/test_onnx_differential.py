@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import runtime
 from tests.peers import onnxruntime_run
@@ -181,9 +182,6 @@ def test_grid_breadth():
 
 # ---------------------------------------------------------------------------------------------------
 # Random attribute combinations beyond the fixed grid (derandomized: the same examples every run)
-
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
-
 
 @st.composite
 def random_cases(draw):
