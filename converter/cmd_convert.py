@@ -1,11 +1,87 @@
-"""`poolir convert`: placeholder until its issue lands."""
+"""`poolir convert SRC -o DST`: ONNX -> IR (.xml + .bin) or IR -> ONNX, keeping the meaning or refusing."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import click
+import onnx
+from google.protobuf.message import DecodeError
 
-from converter.cli import fail
+import ir
+from converter.ir_to_onnx import MAX_OPSET, MIN_OPSET, ir_to_onnx
+from converter.onnx_to_ir import onnx_to_ir
+from ir.atomic import write_files_atomically
+from ir.errors import InvalidModelError, PoolirError, UsageError
+
+
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """NAME=1,3,224,224 -> ("NAME", (1, 3, 224, 224)); -1 or ? for a dynamic dim. Raises UsageError."""
+    name, separator, dims_text = text.rpartition("=")
+    if not separator or not name:
+        raise UsageError(f"--input-shape {text!r}: expected NAME=D1,D2,... (e.g. x=1,3,224,224)")
+    dims = []
+    for item in dims_text.split(","):
+        item = item.strip()
+        if item in ("?", "-1"):
+            dims.append(-1)
+        elif item.isdigit() and int(item) >= 1:
+            dims.append(int(item))
+        else:
+            raise UsageError(f"--input-shape {text!r}: dim {item!r} is not a positive integer, -1 or ?")
+    return name, tuple(dims)
+
+
+def load_onnx(path: Path) -> onnx.ModelProto:
+    try:
+        model = onnx.load(str(path))
+    except (DecodeError, ValueError, RuntimeError) as error:
+        raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
+        raise InvalidModelError(f"invalid ONNX model: {first_line}", file=path) from None
+    return model
 
 
 @click.command("convert")
-def command() -> None:
-    """Not built yet."""
-    fail("'poolir convert' is not built yet")
+@click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", "destination", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="OUT.xml (from .onnx; OUT.bin is written beside it when needed) or OUT.onnx (from .xml).")
+@click.option("--opset", type=int, default=None, help=f"ONNX opset to write ({MIN_OPSET}..{MAX_OPSET}, default {MAX_OPSET}).")
+@click.option("--ir-version", type=click.Choice(["10", "11"]), default=None, help="IR version to write (default 11).")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
+              help="Fix an ONNX input's shape before converting (-1 or ? keeps a dim dynamic). Repeatable.")
+def command(source: Path, destination: Path, opset: int | None, ir_version: str | None,
+            input_shapes: tuple[str, ...]) -> None:
+    """Convert SOURCE (.onnx or .xml) to the other format, exactly, or refuse with the reason."""
+    kinds = (source.suffix.lower(), destination.suffix.lower())
+    if destination.resolve() == source.resolve():
+        raise UsageError(f"the output {destination} is the input itself")
+    if kinds == (".onnx", ".xml"):
+        if opset is not None:
+            raise UsageError("--opset applies to IR -> ONNX; for ONNX -> IR use --ir-version")
+        shapes = dict(parse_input_shape(text) for text in input_shapes)
+        try:
+            model = onnx_to_ir(load_onnx(source), input_shapes=shapes, ir_version=int(ir_version or 11))
+        except PoolirError as error:
+            raise error.located(file=source) from None
+        ir.write_model(model, destination)
+        written = [destination] + ([destination.with_suffix(".bin")]
+                                   if any(layer.type == "Const" for layer in model.layers) else [])
+    elif kinds == (".xml", ".onnx"):
+        if ir_version is not None or input_shapes:
+            raise UsageError("--ir-version and --input-shape apply to ONNX -> IR; for IR -> ONNX use --opset")
+        try:
+            converted = ir_to_onnx(ir.read_model(source), opset=MAX_OPSET if opset is None else opset)
+        except PoolirError as error:
+            raise error.located(file=source) from None
+        # A model poolir wrote must pass the full check; if not, that is poolir's bug (an internal error).
+        onnx.checker.check_model(converted, full_check=True)
+        write_files_atomically({destination: converted.SerializeToString()})
+        written = [destination]
+    else:
+        raise UsageError(f"cannot convert {source.name} to {destination.name}: expected .onnx -> .xml or "
+                         ".xml -> .onnx")
+    click.echo(f"wrote {', '.join(str(path) for path in written)}")

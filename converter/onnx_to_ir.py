@@ -21,9 +21,10 @@ OpenVINO's pooling semantics (CPU plugin, OpenVINO 2026.4), measured by building
    window [50, 60, past] -> 55). ONNX count_include_pad=1 divides by the taps inside [-pb, L + pe).
    The two agree whenever no window reaches past L + pe; otherwise poolir pads explicitly (a zero Pad
    layer) and pools with exclude-pad=true, whose real taps are then exactly ONNX's padded taps.
-5. auto_pad same_upper / same_lower resolve pads like ONNX SAME, dilations included, with out = ceil(L/s)
-   whatever rounding_type says; valid applies rounding_type (ceil keeps an overhang), unlike ONNX VALID.
-   poolir writes explicit pads whenever the spatial dims are static, auto_pad only for dynamic ones.
+5. auto_pad same_upper / same_lower resolve pads like ONNX SAME, dilations included; rounding_type then
+   still applies (ir/infer.py rule 2: L=8, k=1, s=3 gives 4 windows with ceil), so poolir pairs auto_pad
+   with floor, which gives ceil(L/s). valid applies rounding_type too (ceil keeps an overhang), unlike ONNX
+   VALID. poolir writes explicit pads whenever the spatial dims are static, auto_pad only for dynamic ones.
 6. MaxPool-8 `axis` is where index flattening starts: axis=0 flattens over N, C and spatial like ONNX
    (axis=1 over C and spatial, axis=2 spatial only). Ties go to the first element in row-major order.
 """
