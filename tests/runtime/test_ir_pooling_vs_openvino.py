@@ -132,3 +132,34 @@ def test_grid_covers_the_breadth():
     assert any(c.exclude_pad for c in CASES) and any(c.kind == "avg" and not c.exclude_pad for c in CASES)
     assert {c.axis for c in CASES if c.kind == "max" and c.version > 1} >= set(range(-5, 5))
     assert any(c.kind == "max" and any(b > k for b, k in zip(c.pads_begin, c.kernel)) for c in CASES)
+
+
+# Element types: OpenVINO's CPU plugin accepts every one of these for AvgPool and MaxPool (bf16 through
+# Convert layers, see ir_cases.single_layer_ir). Integer inputs are small (no overflow questions); bf16
+# inputs are exact in bf16 so the Convert in front of the layer does not round them.
+DTYPES = {"f16": np.float16, "f64": np.float64, "i8": np.int8, "u8": np.uint8, "i32": np.int32,
+          "i64": np.int64, "bf16": "bf16"}
+DTYPE_CASES = [(name, case) for name in DTYPES for case in grid(14, seed=40 + len(name) + sorted(DTYPES).index(name))]
+
+
+def _typed_input(case: Case, dtype) -> np.ndarray:
+    rng = np.random.default_rng(case.seed)
+    if dtype == "bf16":
+        return (rng.integers(-40, 41, case.shape) / 8).astype(np.float32)
+    if np.dtype(dtype).kind == "f":
+        return rng.standard_normal(case.shape).astype(dtype)
+    low = 0 if np.dtype(dtype).kind == "u" else -5
+    return rng.integers(low, 10, case.shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype_name, case", DTYPE_CASES, ids=[f"{n}-{c}" for n, c in DTYPE_CASES])
+def test_pooling_element_types_match_openvino(dtype_name, case: Case, tmp_path):
+    dtype = DTYPES[dtype_name]
+    via_bf16 = dtype == "bf16"
+    # OpenVINO's CPU plugin cannot compute MaxPool indices on bf16 ("evaluate() is not implemented"):
+    # there, only the values are compared.
+    path = single_layer_ir(case.build, case.shape, np.float32 if via_bf16 else dtype, tmp_path / "case.xml",
+                           via_bf16=via_bf16, all_outputs=not via_bf16)
+    tolerance = 1e-2 if dtype_name in ("f16", "bf16") else 1e-5
+    assert_matches_openvino(path, {"x": _typed_input(case, dtype)}, rtol=tolerance, atol=tolerance,
+                            context=f"{dtype_name} {case}")
