@@ -47,6 +47,10 @@ AutoPad = Literal["explicit", "same_upper", "same_lower", "valid"]
 
 ROUNDINGS: tuple[str, ...] = ("floor", "ceil", "ceil_torch")
 AUTO_PADS: tuple[str, ...] = ("explicit", "same_upper", "same_lower", "valid")
+# Largest kernel, stride, dilation, pad or input length accepted. Far beyond any real model (tensors are
+# capped at 2**31 elements), and small enough that every window coordinate fits the int64 arithmetic
+# of starts() and the kernels: a stride of 2**63 from a hostile file overflowed numpy.
+MAX_AXIS_VALUE = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,3 +180,5 @@ def _check_at_least(name: str, value: int, minimum: int) -> None:
         raise UsageError(f"{name} {value!r} is not an integer")
     if value < minimum:
         raise UsageError(f"{name} {value} must be >= {minimum}")
+    if value > MAX_AXIS_VALUE:
+        raise UsageError(f"{name} {value} must be <= {MAX_AXIS_VALUE} (2**31 - 1)")

@@ -94,3 +94,11 @@ def test_pool_windows_names_the_axis_and_checks_lengths():
         pool_windows([8, 8], [2, 2], strides=[1])
     assert [w.output for w in pool_windows([8, 9], [2, 3], [2, 3])] == [4, 3]
     assert isinstance(pool_windows([8], [2])[0].starts(), np.ndarray)
+
+
+@pytest.mark.parametrize("name", ["stride", "kernel", "dilation", "pad_begin", "pad_end"])
+def test_values_beyond_int32_are_rejected_before_int64_arithmetic(name):
+    # Found by tests/robustness: strides="1, 9223372036854775808" in an IR file overflowed numpy in starts().
+    with pytest.raises(UsageError, match=f"{name} {2**63} must be <= 2147483647"):
+        axis_window(**{"length": 8, "kernel": 2, name: 2**63})
+    assert axis_window(length=8, kernel=1, stride=2**31 - 1).output == 1
