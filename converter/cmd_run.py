@@ -97,9 +97,10 @@ def summarize(name: str, array: np.ndarray) -> dict:
 def _text(summary: dict) -> str:
     def show(value):
         return "nan" if value is None else f"{value:.6g}"
-    stats = ("(empty)" if summary["min"] is None and summary["max"] is None and summary["mean"] is None
-             and 0 in summary["shape"] else
-             f"min {show(summary['min'])}  max {show(summary['max'])}  mean {show(summary['mean'])}")
+    if 0 in summary["shape"]:
+        stats = "(empty)"
+    else:
+        stats = f"min {show(summary['min'])}  max {show(summary['max'])}  mean {show(summary['mean'])}"
     return f"{summary['name']}: shape {summary['shape']}  dtype {summary['dtype']}  {stats}"
 
 
