@@ -115,7 +115,11 @@ def _text(summary: dict) -> str:
               help="Save every output to an .npz archive (written atomically).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(model, input_options, inputs_archive, seed, output, as_json) -> None:
-    """Run MODEL (.onnx or .xml) with the reference runtime and print a summary of each output."""
+    """Run MODEL (.onnx or .xml) with the reference runtime and print a summary of each output.
+
+    Inputs not given are drawn from --seed: floats uniformly in [-1, 1), integers over their type's
+    whole range. Inputs with dynamic dims must be given.
+    """
     import runtime
 
     session = runtime.Session(model)
