@@ -267,6 +267,11 @@ def _verbatim(element: etree._Element | None) -> str | None:
     if element is None:
         return None
     element = etree.fromstring(etree.tostring(element), _parser())  # a detached copy without the tail
+    for node in element.iter():  # layout whitespace is not content; the writer re-indents
+        if node.text is not None and not node.text.strip():
+            node.text = None
+        if node.tail is not None and not node.tail.strip():
+            node.tail = None
     element.tail = None
     return etree.tostring(element, encoding="unicode")
 

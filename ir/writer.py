@@ -16,6 +16,7 @@ from lxml import etree
 from ir.atomic import write_files_atomically
 from ir.element_types import PRECISION_OF, dtype_of
 from ir.errors import InvalidModelError, PoolirError, UsageError, layer_label
+from ir.infer import Inference, infer_model
 from ir.model import Layer, Model, Port
 from ir.reader import join_names, parse_xml_safely
 from ir.schema import format_attrs, op_version
@@ -28,10 +29,13 @@ def serialize(model: Model, version: int | None = None) -> tuple[bytes, bytes]:
     version = model.version if version is None else version
     if version not in SUPPORTED_VERSIONS:
         raise UsageError(f"IR version {version!r} cannot be written (supported: 10, 11)")
+    # OpenVINO requires `precision` on every port; a port read without one gets the inferred type.
+    missing_types = any(port.element_type is None for layer in model.layers for port in (*layer.inputs, *layer.outputs))
+    inference = infer_model(model) if missing_types else None
     weights = _Weights()
     lines = ['<?xml version="1.0"?>', f'<net name="{_escape(model.name)}" version="{version}">', "\t<layers>"]
     for layer in model.layers:
-        _emit_layer(lines, layer, version, weights, model.source)
+        _emit_layer(lines, layer, version, weights, model.source, inference)
     lines.append("\t</layers>")
     lines.append("\t<edges>")
     for edge in model.edges:
@@ -85,7 +89,8 @@ def _const_blob(layer: Layer) -> bytes:
     return np.ascontiguousarray(data, dtype=dtype_of(element_type)).tobytes()
 
 
-def _emit_layer(lines: list[str], layer: Layer, version: int, weights: _Weights, source: str | None) -> None:
+def _emit_layer(lines: list[str], layer: Layer, version: int, weights: _Weights, source: str | None,
+                inference: Inference | None) -> None:
     where = layer_label(layer.name, layer.id, layer.type)
     try:
         schema = op_version(layer.type, layer.version)
@@ -111,15 +116,19 @@ def _emit_layer(lines: list[str], layer: Layer, version: int, weights: _Weights,
         if ports:
             lines.append(f"\t\t\t<{tag}>")
             for port in ports:
-                _emit_port(lines, port, version)
+                element_type = port.element_type
+                if element_type is None and inference is not None:
+                    table = inference.inputs if tag == "input" else inference.outputs
+                    element_type = table[(layer.id, port.id)].element_type
+                _emit_port(lines, port, element_type, version)
             lines.append(f"\t\t\t</{tag}>")
     lines.append("\t\t</layer>")
 
 
-def _emit_port(lines: list[str], port: Port, version: int) -> None:
+def _emit_port(lines: list[str], port: Port, element_type: str | None, version: int) -> None:
     head = f'\t\t\t\t<port id="{port.id}"'
-    if port.element_type is not None:
-        head += f' precision="{PRECISION_OF[port.element_type]}"'
+    if element_type is not None:
+        head += f' precision="{PRECISION_OF[element_type]}"'
     if version >= 11 and port.names:
         head += f' names="{_escape(join_names(port.names))}"'
     if not port.shape and port.rt_info is None:
