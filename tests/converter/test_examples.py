@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 import converter
 from converter.cli import main
-from converter.verify import find_examples, verify_paths
+from converter.verify import find_examples, load_arrays, verify_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -47,17 +47,17 @@ def _generator():
 
 
 def _arrays(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path) as archive:
-        return {name: archive[name] for name in archive.files}
+    return load_arrays(path)  # bfloat16 arrays come back as bfloat16, not numpy's raw V2 records
 
 
 def test_there_are_examples_of_every_kind():
     names = {folder.name for folder in FOLDERS}
-    assert len(names) >= 45
+    assert len(names) >= 50
     assert {"maxpool_2d_uint8", "maxpool_with_argmax_2d_precomputed_strides", "avgpool1_spec_1_as_written",
             "avgpool1_spec_1_corrected", "avgpool1_spec_5", "lppool_2d_dilations", "resnet50_stem_maxpool",
             "inception_v3_avgpool_exclude_pad", "googlenet_ceil_maxpool",
-            "resnet50_global_average_pool_head"} <= names
+            "resnet50_global_average_pool_head", "maxpool_int8_with_indices", "averagepool_float16_pads",
+            "maxpool_3d_float64_with_indices", "averagepool_bfloat16"} <= names
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
