@@ -42,7 +42,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ir.element_types import dtype_of, element_type_of
+from ir.element_types import dtype_of
 from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
 from ir.geometry import AxisWindow, output_length, pool_windows, same_pads
 from ir.model import Dim, Layer, Model, Shape, shape_str, static_shape
@@ -264,10 +264,6 @@ def broadcast_shapes(a: Shape, b: Shape) -> Shape:
         else:
             out.append(Dim.dynamic())
     return tuple(out)
-
-
-def _value(info: TensorInfo, what: str) -> np.ndarray | None:
-    return info.value
 
 
 def _axis(axis: int, rank: int, what: str = "axis") -> int:
@@ -661,25 +657,24 @@ def _shape_of(layer, inputs):
 
 
 def _broadcast(layer, inputs):
+    """numpy: the output is the target shape and the input must broadcast to it; bidirectional: numpy
+    broadcasting of both; explicit: the target shape (axes_mapping places the input's axes)."""
     data, target = inputs[0], inputs[1]
     mode = layer.attrs["mode"]
     if target.value is None:
         rank = target.shape[0].value if target.shape else 0
         if rank is None:
             raise UnsupportedError("the Broadcast target shape has a dynamic length")
-        if mode == "bidirectional":
-            rank = max(rank, len(data.shape))
-        return [TensorInfo(data.element_type, _dynamic(rank))]
+        return [TensorInfo(data.element_type, _dynamic(max(rank, len(data.shape)) if mode == "bidirectional" else rank))]
     requested = static_shape(np.ravel(target.value))
-    if mode == "explicit":
-        return [TensorInfo(data.element_type, requested)]
+    if mode == "bidirectional":
+        return [TensorInfo(data.element_type, broadcast_shapes(data.shape, requested))]
     if mode == "numpy":
-        shape = broadcast_shapes(data.shape, requested)
-        if len(data.shape) > len(requested) or shape != requested and _static_values(shape) != _static_values(requested):
-            if _static_values(shape) is not None:
-                raise InvalidModelError(f"{shape_str(data.shape)} does not broadcast to {shape_str(requested)}")
-        return [TensorInfo(data.element_type, requested if _static_values(shape) is not None else shape)]
-    return [TensorInfo(data.element_type, broadcast_shapes(data.shape, requested))]
+        if len(data.shape) > len(requested) or broadcast_shapes(data.shape, requested) != requested:
+            raise InvalidModelError(f"{shape_str(data.shape)} does not broadcast to {shape_str(requested)}")
+    elif len(inputs) != 3:
+        raise InvalidModelError("Broadcast mode explicit needs the axes_mapping input")
+    return [TensorInfo(data.element_type, requested)]
 
 
 def _reduce(layer, inputs):

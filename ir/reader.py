@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from lxml import etree
 
 from ir.element_types import DTYPES, PRECISIONS
 from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
-from ir.model import Dim, Edge, Layer, Model, Port, Shape
+from ir.model import Edge, Layer, Model, Port, Shape
 from ir.schema import op_version, parse_attrs, parse_dim
 
 # A declared tensor larger than this is refused before anything is allocated: 2**31 elements is
@@ -232,8 +233,7 @@ def _read_const(layer: Layer, blob, source: str, where: str) -> np.ndarray:
 
 def check_size(shape: Shape, what: str, source: str | None, where: str | None) -> None:
     """Refuse a shape whose static part alone exceeds MAX_ELEMENTS, before anything is allocated."""
-    bounded = [d.min if d.is_static else d.min for d in shape]
-    if math.prod(bounded) > MAX_ELEMENTS:
+    if math.prod(d.min for d in shape) > MAX_ELEMENTS:  # a dynamic dim counts with its lower bound
         raise InvalidModelError(f"{what} {[str(d) for d in shape]} has more than {MAX_ELEMENTS} elements "
                                 "(2**31, the limit poolir allocates)", file=source, where=where)
 
@@ -289,7 +289,6 @@ def _int_attr(element: etree._Element, key: str, source: str, where: str) -> int
     text = element.get(key)
     if text is None:
         raise InvalidModelError(f"attribute {key!r} is missing", file=source, where=where)
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise InvalidModelError(f"attribute {key!r} = {text!r} is not an integer", file=source, where=where) from None
+    if not re.fullmatch(r"\s*[+-]?\d+\s*", text):
+        raise InvalidModelError(f"attribute {key!r} = {text!r} is not an integer", file=source, where=where)
+    return int(text)

@@ -22,7 +22,6 @@ def validate_graph(model: Model) -> None:
     """Raise for any structural problem; return None when the graph is sound."""
     source = model.source
     by_id: dict[int, Layer] = {}
-    names: dict[str, Layer] = {}
     for layer in model.layers:
         if layer.id in by_id:
             raise InvalidModelError(f"duplicate layer id {layer.id}", file=source, where=_where(layer))
@@ -50,7 +49,6 @@ def validate_graph(model: Model) -> None:
                                     file=source, where=_where(layer))
         if layer.type == "Const" and layer.data is None:
             raise InvalidModelError("the Const has no data", file=source, where=_where(layer))
-        names.setdefault(layer.name, layer)
 
     fed: dict[tuple[int, int], object] = {}
     for edge in model.edges:

@@ -8,7 +8,6 @@ through files: poolir writes the IR, OpenVINO reads it and reports the same outp
 
 from __future__ import annotations
 
-import itertools
 import random
 from dataclasses import dataclass
 from pathlib import Path
