@@ -16,6 +16,7 @@ runtime/tensor_ops.py below, one function per layer type, registered in `_BUILDE
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -116,6 +117,7 @@ class IRProgram:
                     self._steps.append(_Step(layer, _BUILDERS[layer.type](info), inputs, outputs))
             except PoolirError as error:
                 raise error.located(file=self.file, where=where) from None
+        self._feed_slots = frozenset(slot for _, slot in self._parameters)
         if not self._results:
             raise InvalidModelError("the model has no Result layer", file=self.file)
 
@@ -162,14 +164,15 @@ class IRProgram:
         consumers: dict[int, list[int]] = {}
         for (to_layer, _), (from_layer, _) in producers.items():
             consumers.setdefault(from_layer, []).append(to_layer)
-        ready = [layer.id for layer in self.model.layers if not waiting[layer.id]]
+        # Kahn's algorithm, seeded in file order so the plan is deterministic.
+        ready = deque(layer.id for layer in self.model.layers if not waiting[layer.id])
         order: list[Layer] = []
         while ready:
-            layer_id = ready.pop(0)
+            layer_id = ready.popleft()
             order.append(layers[layer_id])
             for consumer in dict.fromkeys(consumers.get(layer_id, ())):
                 waiting[consumer].discard(layer_id)
-                if not waiting[consumer] and consumer not in (l.id for l in order) and consumer not in ready:
+                if not waiting[consumer]:
                     ready.append(consumer)
         if len(order) != len(layers):
             stuck = sorted(set(layers) - {layer.id for layer in order})
@@ -239,8 +242,9 @@ class IRProgram:
         outputs = {}
         for name, slot in self._results:
             value = values[slot]
-            # Results never alias a constant or a feed the caller may later modify.
-            outputs[name] = value.copy() if (slot in self._constants or not value.flags.owndata) else value
+            # Results never alias a constant, a feed or a view of one: the caller owns what it gets.
+            aliased = slot in self._constants or slot in self._feed_slots or not value.flags.owndata
+            outputs[name] = value.copy() if aliased else value
         return outputs
 
 

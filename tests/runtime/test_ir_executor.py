@@ -220,6 +220,17 @@ def test_outputs_never_alias_feeds():
     assert feed[0] == 1.0
 
 
+def test_parameter_straight_to_result_is_a_copy():
+    model = _chain()
+    model.layers[1:2] = []
+    model.edges = [Edge(0, 0, 2, 0)]
+    feed = np.array([1.0, 2.0], np.float32)
+    out = IRProgram(model).execute({"x": feed})
+    assert list(out) == ["x"]  # the Result is named by the tensor feeding it: the Parameter's
+    out["x"][0] = 99
+    assert feed[0] == 1.0
+
+
 def test_unsupported_layers_are_listed_at_once():
     model = _chain(layer_type="Erf")
     model.layers.append(Layer(3, "odd", "Frobnicate", "opset99", {}, [], [Port(0, "f32", _static(2))]))
