@@ -696,8 +696,7 @@ def _reduce(layer, inputs):
 def _pad(layer, inputs):
     data, begin_info, end_info = inputs[:3]
     rank = len(data.shape)
-    if len(inputs) == 4 and layer.attrs["pad_mode"] != "constant":
-        raise InvalidModelError(f"pad_value is only allowed with pad_mode constant, not {layer.attrs['pad_mode']}")
+    # OpenVINO's serializer gives Pad a pad_value input in every mode; outside constant it is ignored.
     if len(inputs) == 4 and inputs[3].element_type != data.element_type:
         raise InvalidModelError(f"pad_value has element type {inputs[3].element_type}, data {data.element_type}")
     if begin_info.value is None or end_info.value is None:

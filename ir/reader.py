@@ -212,7 +212,7 @@ def _read_const(layer: Layer, blob, source: str, where: str) -> np.ndarray:
     expected = (count + 7) // 8 if element_type == "u1" else count * dtype.itemsize
     if offset < 0 or size < 0:
         raise InvalidModelError(f"Const offset {offset} / size {size} must not be negative", file=source, where=where)
-    if size != expected:
+    if size != expected and not (count == 0 and size <= 1):  # OpenVINO writes an empty Const with size 1
         raise InvalidModelError(f"Const size {size} bytes does not match shape {[d.min for d in shape]} of "
                                 f"{element_type} ({expected} bytes)", file=source, where=where)
     try:
@@ -222,7 +222,7 @@ def _read_const(layer: Layer, blob, source: str, where: str) -> np.ndarray:
     if offset + size > len(content):
         raise InvalidModelError(f"Const data at offset {offset} with size {size} lies past the end of the "
                                 f"weights file ({len(content)} bytes)", file=source, where=where)
-    raw = content[offset:offset + size]
+    raw = content[offset:offset + expected]
     if element_type == "u1":
         # OpenVINO packs u1 most significant bit first.
         values = np.unpackbits(np.frombuffer(raw, np.uint8))[:count].astype(np.bool_)

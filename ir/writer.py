@@ -84,6 +84,8 @@ def _const_blob(layer: Layer) -> bytes:
     if data.shape != expected:
         raise InvalidModelError(f"the Const data has shape {list(data.shape)}, its shape attribute says "
                                 f"{list(expected)}")
+    if data.size == 0:
+        return b"\0"  # as OpenVINO writes an empty Const: its reader refuses size 0 ("ptr is Null")
     if element_type == "u1":
         return np.packbits(data.astype(np.bool_).ravel()).tobytes()  # most significant bit first
     return np.ascontiguousarray(data, dtype=dtype_of(element_type)).tobytes()

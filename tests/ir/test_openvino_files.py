@@ -122,3 +122,32 @@ def test_openvino_ir_values_match_openvino_consts(converted) -> None:
     theirs = sorted(float(np.ravel(op.get_data())[0]) for op in openvino_core().read_model(str(source)).get_ops()
                     if op.get_type_name() == "Constant" and op.get_element_type().get_type_name() == "f32")
     assert ours == theirs
+
+
+def _openvino_api_models():
+    """Graphs built with OpenVINO's Python API and saved by OpenVINO: forms its serializer chooses itself."""
+    import openvino as ov
+    import openvino.opset1 as ov1
+    import openvino.opset12 as ov12
+
+    def empty_axes(x):  # OpenVINO writes an empty Const with size="1" and one byte in the .bin
+        return ov1.reduce_sum(x, ov.op.Constant(ov.Type.i64, ov.Shape([0]), []), True)
+
+    def reflect_pad(x):  # OpenVINO gives Pad a pad_value input in every pad_mode
+        return ov12.pad(x, np.array([0, 0, 1, 2]), np.array([0, 0, 2, 1]), "reflect")
+
+    return {"empty_const": empty_axes, "pad_value_in_reflect_mode": reflect_pad}
+
+
+@pytest.mark.parametrize("name", list(_openvino_api_models()))
+def test_openvino_serializer_forms_are_read(tmp_path: Path, name: str) -> None:
+    import openvino as ov
+    import openvino.opset1 as ov1
+
+    x = ov1.parameter([1, 2, 4, 4], np.float32, name="x")
+    node = _openvino_api_models()[name](x)
+    source = tmp_path / "source.xml"
+    ov.save_model(ov.Model([node], [x], name), str(source), compress_to_fp16=False)
+    model = ir.read_model(source)
+    assert ir.check(model) == []
+    assert ir.serialize(model) == (source.read_bytes(), _bin(source))
