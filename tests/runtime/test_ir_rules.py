@@ -284,3 +284,27 @@ def test_maxpool_axis_out_of_range_is_refused(tmp_path):
     path.write_text(path.read_text().replace('axis="2"', 'axis="3"'))
     with pytest.raises(PoolirError, match="axis"):
         run_poolir(path, {"x": np.ones((1, 1, 4), np.float32)})
+
+
+def test_m1_f16_nan_never_wins_and_the_floor_is_minus_infinity(tmp_path):
+    # f16 [1, 2, nan, nan], k=2, s=2, pads (0, 1), ceil: (1, 2) -> 2 at 1; (nan, nan) -> -inf, index 0;
+    # the all-padding window -> -inf, index 0.
+    check(mx(kernel=[2], strides=[2], pads_begin=[0], pads_end=[1], rounding="ceil"),
+          row(1, 2, np.nan, np.nan, dtype=np.float16),
+          [row(2, -np.inf, -np.inf, dtype=np.float16), row(1, 0, 0, dtype=np.int64)], tmp_path)
+
+
+def test_m1_bfloat16_nan_and_minus_infinity_give_the_bfloat16_floor(tmp_path):
+    # bf16 [1, 2, nan, -inf, 4, 5], k=2, s=2, pads (0, 1), ceil: 2; (nan, -inf) -> floor; 5; padding -> floor.
+    lowest = -float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)
+    check(mx(1, kernel=[2], strides=[2], pads_begin=[0], pads_end=[1], rounding="ceil"),
+          row(1, 2, np.nan, -np.inf, 4, 5), [row(2, lowest, 5, lowest)], tmp_path, via_bf16=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.uint8, np.int8])
+def test_a4_empty_windows_in_other_element_types(dtype, tmp_path):
+    # [1, 2, 3, 4], k=2, s=2, pads (0, 1), ceil, exclude-pad: the empty window at 4 is NaN in f16 and 0
+    # for integers (u8/i8: 1.5 -> 2, 3.5 -> 4 rounded half to even).
+    expected = row(1.5, 3.5, np.nan, dtype=dtype) if dtype == np.float16 else row(2, 4, 0, dtype=dtype)
+    check(avg(kernel=[2], strides=[2], pads_begin=[0], pads_end=[1], rounding="ceil", exclude_pad=True),
+          row(1, 2, 3, 4, dtype=dtype), [expected], tmp_path)
