@@ -12,10 +12,11 @@ Declared port dims are claims: `check(model)` compares them with the inferred on
 kernel larger than the padded input, a Reshape that changes the element count) raise
 `InvalidModelError` located at the file and layer.
 
-OpenVINO's pooling shape rules (the IR world), measured with OpenVINO 2026.4 on every combination
-of L in {1,4,5,7,8}, kernel 1..3, stride 1..3, dilation 1..2, pads (0..2, 0..1), the three
-rounding types and the four auto_pad values, for AvgPool-16 and MaxPool-14 (6354 cases, identical
-for both ops; the probe is tests/ir/test_infer_openvino.py's grid in small):
+OpenVINO's pooling shape rules (the IR world), measured with OpenVINO 2026.4: first on every
+combination of L in {1,4,5,7,8}, kernel 1..3, stride 1..3, dilation 1..2, pads (0..2, 0..1), the
+three rounding types and the four auto_pad values for AvgPool-16 (exclude-pad=false) and MaxPool-14
+(6354 cases, identical for both ops), then on the seeded 900-case grid of every op version, rank
+1-3, dynamic dims and exclude-pad that tests/ir/test_infer_openvino.py pins:
   1. auto_pad same_upper / same_lower replaces pads_begin/pads_end by the SAME pads
      (total = max(0, (ceil(L/s) - 1) * s + ek - L), odd element at the end / at the beginning);
      auto_pad valid replaces them by zeros; explicit keeps them.
