@@ -42,6 +42,7 @@ class LayerDescription:
     version: str
     attrs: dict[str, Any]
     outputs: list[PortDescription] = field(default_factory=list)
+    value: Any = None  # a small Const's values (nested lists), to read p of an LpPool and the like
 
 
 @dataclass(slots=True)
@@ -70,6 +71,8 @@ class ModelDescription:
             lines.append(f"  {ident}{layer.name}: {layer.type} {layer.version}")
             if layer.attrs:
                 lines.append("      " + " ".join(f"{k}={_attr_text(v)}" for k, v in layer.attrs.items()))
+            if layer.value is not None:
+                lines.append(f"      value={json.dumps(layer.value)}")
             for port in layer.outputs:
                 label = f"out {port.port}" + (f" '{port.name}'" if port.name else "")
                 inferred = _dims_text(port.inferred)
@@ -137,6 +140,9 @@ def describe_ir(model: Model) -> ModelDescription:
     for layer in model.layers:
         attrs = {name: _json_value(value) for name, value in layer.attrs.items()}
         description = LayerDescription(layer.id, layer.name, layer.type, layer.version, attrs)
+        if layer.data is not None and layer.data.size <= SHOWN_CONST_ELEMENTS:
+            kind = layer.data.dtype.kind  # bfloat16 has kind "V": it is a float too
+            description.value = layer.data.astype(bool if kind == "b" else int if kind in "iu" else float).tolist()
         for port in layer.outputs:
             info = inference.output(layer.id, port.id)
             description.outputs.append(PortDescription(port.id, port.names[0] if port.names else None,
@@ -146,10 +152,13 @@ def describe_ir(model: Model) -> ModelDescription:
                             layers, [str(w).removeprefix(f"{model.source}: ") for w in inference.warnings])
 
 
+SHOWN_CONST_ELEMENTS = 16
+
+
 def _json_value(value: Any) -> Any:
     if isinstance(value, tuple):
-        if value and isinstance(value[0], Dim):
-            return shape_str(value)
+        if not value or isinstance(value[0], Dim):
+            return shape_str(value)  # Parameter/Const shapes as text: "[?,3,1..8,8]", "[]" for a scalar
         return [_json_value(v) for v in value]
     if isinstance(value, Dim):
         return str(value)

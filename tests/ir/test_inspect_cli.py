@@ -147,3 +147,17 @@ def test_garbage_onnx_exits_2(tmp_path: Path) -> None:
     path.write_bytes(np.random.default_rng(3).bytes(300))
     result = run(str(path))
     assert result.exit_code == 2 and str(path) in result.output
+
+
+def test_small_const_values_are_shown(tmp_path: Path) -> None:
+    import ml_dtypes
+
+    b = GraphBuilder("c")
+    x = b.parameter("x", "bf16", (1, 2))
+    (y,) = b.add("Power", "opset1", [x, b.const(np.asarray([2.5], ml_dtypes.bfloat16), name="p")])
+    b.result(y, "y")
+    path = tmp_path / "c.xml"
+    ir.write_model(b.build(), path)
+    data = json.loads(run("--json", str(path)).output)
+    assert next(layer for layer in data["layers"] if layer["name"] == "p")["value"] == [2.5]
+    assert "value=[2.5]" in run(str(path)).output
