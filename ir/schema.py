@@ -98,7 +98,7 @@ def _parse_partial_shape(text: str) -> Shape:
     if not text:
         return ()
     if text in ("...", "[...]"):
-        raise UsageError("a shape of dynamic rank is not supported")
+        raise UnsupportedError("a shape of dynamic rank ('...') is not supported: every tensor needs a known rank")
     return tuple(parse_dim(item) for item in text.strip("[]").split(","))
 
 

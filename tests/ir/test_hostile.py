@@ -144,6 +144,7 @@ CASES: dict[str, Case] = {
                                "more than 2147483648 elements"),
     "huge Const": Case(edit('shape="1, 1, 1, 1" offset="0" size="4"', 'shape="65536, 65536, 4, 1" offset="0" size="4"'),
                        InvalidModelError, CONST, "more than 2147483648 elements"),
+    "dynamic rank": Case(edit('shape="1,1,4,4"', 'shape="..."'), UnsupportedError, PARAM, "dynamic rank"),
     "negative dim": Case(edit("<dim>4</dim>", "<dim>-3</dim>"), InvalidModelError, PARAM, "negative"),
     "unknown precision": Case(edit('precision="FP32" names="x"', 'precision="FP8" names="x"'), UnsupportedError,
                               PARAM, "precision 'FP8'"),
