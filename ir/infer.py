@@ -107,7 +107,7 @@ def _check_pool_attrs(layer_type: str, attrs: dict, rank: int) -> None:
         if values is not None and len(values) != rank:
             raise UsageError(f"attribute {name!r} = {_ints(values)} has {len(values)} values for "
                              f"{rank} spatial axes")
-    _check_pool_values(attrs)
+    check_pool_ranges(attrs)
 
 
 def _pool_axis(attrs: dict, axis: int, length: int) -> AxisWindow:
@@ -139,7 +139,8 @@ def _pool_axis(attrs: dict, axis: int, length: int) -> AxisWindow:
     return window
 
 
-def _check_pool_values(attrs: dict) -> None:
+def check_pool_ranges(attrs: dict) -> None:
+    """kernel, strides, dilations >= 1 and pads >= 0 (shape-independent; validation calls it at read time)."""
     for name, minimum in (("kernel", 1), ("strides", 1), ("dilations", 1), ("pads_begin", 0), ("pads_end", 0)):
         for value in attrs.get(name) or ():
             if value < minimum:

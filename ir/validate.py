@@ -30,9 +30,9 @@ def validate_graph(model: Model) -> None:
             schema = op_version(layer.type, layer.version)
             layer.attrs = normalize_attrs(schema, layer.attrs)
             if layer.type in ("AvgPool", "MaxPool"):
-                from ir.infer import _check_pool_values
+                from ir.infer import check_pool_ranges
 
-                _check_pool_values(layer.attrs)
+                check_pool_ranges(layer.attrs)
         except PoolirError as error:
             raise _model_error(error).located(file=source, where=_where(layer)) from None
         low, high = schema.outputs
