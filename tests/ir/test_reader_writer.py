@@ -259,3 +259,10 @@ def test_shape_warning_names_layer_port_and_both_dims(tmp_path: Path) -> None:
     (warning,) = ir.check(ir.read_model(path))
     assert warning.layer == "layer 'pool' (id 7, AvgPool)" and warning.port == 1
     assert str(warning).endswith("port 1: dims declared [?,2,4,4], inferred [?,2,7,7]")
+
+
+def test_element_type_disagreement_is_a_warning(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    path.write_text(path.read_text().replace('<port id="1" names="out">', '<port id="1" precision="FP16" names="out">'))
+    (warning,) = ir.check(ir.read_model(path))
+    assert str(warning).endswith("port 1: element type declared f16, inferred f32")
