@@ -62,6 +62,7 @@ class Example:
     expected_source: dict[str, str]
     onnx_model: onnx.ModelProto | None = None
     ir_xml: str | None = None
+    ir_files: dict[str, bytes] | None = None  # an IR written by OpenVINO: model.xml and model.bin
     # Per-example tolerance, when the expected values are rounded in their source.
     tolerance: dict[str, Any] | None = None
     # verify path name -> reason, for paths that are expected to be refused.
@@ -580,6 +581,67 @@ def dtype_examples() -> list[Example]:
     return examples
 
 
+def openvino_converted_examples() -> list[Example]:
+    """ONNX models next to the IR that OpenVINO's own ONNX frontend writes for them (model.xml + model.bin).
+
+    OpenVINO decomposes LpPool (Abs, Power, AvgPool, Multiply, Power), turns the global pools into Reduce*
+    layers and MaxPool with Indices into MaxPool-8: verify reads that IR, runs it, and converts it back to
+    ONNX. The cases avoid the ones OpenVINO gets wrong, so one expected.npz (onnxruntime on model.onnx)
+    holds for both models, and OpenVINO running its own IR agrees (see cross_checks).
+    """
+    rng = np.random.default_rng(5)
+    f = TensorProto.FLOAT
+    specs = [
+        ("openvino_converted_lppool", "LpPool", 18, (1, 3, 9, 9), {"y": (None, f)},
+         {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "p": 2}),
+        ("openvino_converted_maxpool_with_indices", "MaxPool", 12, (1, 3, 9, 9),
+         {"y": (None, f), "indices": (None, TensorProto.INT64)},
+         {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+        ("openvino_converted_global_lppool", "GlobalLpPool", 2, (2, 3, 5, 5), {"y": (None, f)}, {"p": 3}),
+        ("openvino_converted_global_maxpool", "GlobalMaxPool", 1, (2, 3, 5, 5), {"y": (None, f)}, {}),
+    ]
+    examples = []
+    for name, op_type, opset, shape, outputs, attributes in specs:
+        model = onnx_single_node(name, op_type, opset, {"x": (list(shape), f)}, outputs, **attributes)
+        inputs = {"x": sixteenths(rng, shape)}
+        expected = onnxruntime_run(model, inputs)
+        source = {"kind": "onnxruntime", "engine": f"onnxruntime {version('onnxruntime')}",
+                  "note": "onnxruntime runs model.onnx; model.xml/.bin is OpenVINO's own conversion of it "
+                          "(openvino.convert_model + save_model, compress_to_fp16=False)"}
+        example = Example(name, f"{op_type}-{opset} {_describe(attributes)}, and OpenVINO's IR for it", inputs,
+                          expected, source, onnx_model=model)
+        example.ir_files = openvino_convert_to_files(model)
+        example.cross_checks.append(_openvino_own_ir_check(example))
+        examples.append(example)
+    return examples
+
+
+def openvino_convert_to_files(model: onnx.ModelProto) -> dict[str, bytes]:
+    """OpenVINO's IR of an ONNX model, as the bytes of model.xml and model.bin."""
+    import openvino as ov
+
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx_path, xml_path = Path(tmp, "model.onnx"), Path(tmp, "model.xml")
+        onnx.save(model, onnx_path)
+        ov.save_model(ov.convert_model(str(onnx_path)), str(xml_path), compress_to_fp16=False)
+        return {p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.suffix in (".xml", ".bin")}
+
+
+def _openvino_own_ir_check(example: Example) -> dict[str, Any]:
+    import openvino as ov
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for file_name, data in example.ir_files.items():
+            Path(tmp, file_name).write_bytes(data)
+        outputs = _openvino_infer(ov.Core().read_model(str(Path(tmp, "model.xml"))), example.inputs)
+    difference = compare(outputs, example.expected, 1e-5, 1e-6)
+    entry = {"peer": f"openvino {version('openvino')}", "what": "OpenVINO runs model.xml (its own conversion)",
+             "status": "agrees" if difference is None else "differs"}
+    if difference is not None:
+        entry["detail"] = difference
+    return entry
+
+
 def network_examples() -> list[Example]:
     """Pooling layers as they appear in well-known networks, with a dynamic batch (fed with batch 2).
 
@@ -653,6 +715,10 @@ def write_example(example: Example) -> None:
     if example.ir_xml is not None:
         (folder / "model.xml").write_text(example.ir_xml)
         models.append("model.xml")
+    for file_name, data in (example.ir_files or {}).items():
+        (folder / file_name).write_bytes(data)
+    if example.ir_files:
+        models.append("model.xml")
     (folder / "inputs.npz").write_bytes(npz_bytes(example.inputs))
     (folder / "expected.npz").write_bytes(npz_bytes(example.expected))
     manifest = {
@@ -695,7 +761,7 @@ def all_examples(seeds: Path) -> list[Example]:
     backend = backend_cases()
     examples = [*maxpool_seed_examples(seeds, backend), storage_order_example(),
                 *avgpool1_spec_examples(seeds), *backend_examples(backend), *version_examples(),
-                *dtype_examples(), *network_examples()]
+                *dtype_examples(), *openvino_converted_examples(), *network_examples()]
     names = [e.name for e in examples]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:

@@ -57,7 +57,8 @@ def test_there_are_examples_of_every_kind():
             "avgpool1_spec_1_corrected", "avgpool1_spec_5", "lppool_2d_dilations", "resnet50_stem_maxpool",
             "inception_v3_avgpool_exclude_pad", "googlenet_ceil_maxpool",
             "resnet50_global_average_pool_head", "maxpool_int8_with_indices", "averagepool_float16_pads",
-            "maxpool_3d_float64_with_indices", "averagepool_bfloat16"} <= names
+            "maxpool_3d_float64_with_indices", "averagepool_bfloat16", "openvino_converted_lppool",
+            "openvino_converted_global_lppool"} <= names
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda f: f.name)
