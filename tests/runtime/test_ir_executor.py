@@ -106,23 +106,7 @@ def _build(name: str, tmp_path):
     return path, {f"in{k}": a for k, a in enumerate(inputs)}
 
 
-# OpenVINO's serializer gives Pad a pad_value input in every mode; ir/infer.py refuses it outside
-# pad_mode=constant (reported to the IR package owner). The executor ignores it, as OpenVINO does.
-PAD_VALUE_REFUSED = pytest.mark.xfail(reason="ir.read_model refuses the pad_value input OpenVINO writes for "
-                                             "pad_mode edge/reflect/symmetric (ir/infer.py, IR package)",
-                                      raises=PoolirError, strict=False)
-
-
-# OpenVINO writes an empty Const with size="1"; ir/reader.py refuses the size mismatch.
-EMPTY_CONST_REFUSED = pytest.mark.xfail(reason="ir.read_model refuses the size=\"1\" OpenVINO writes for an "
-                                               "empty Const (ir/reader.py, IR package)",
-                                        raises=PoolirError, strict=False)
-KNOWN_READER_GAPS = {"Pad-1-edge": PAD_VALUE_REFUSED, "Pad-1-reflect": PAD_VALUE_REFUSED,
-                     "Pad-1-symmetric": PAD_VALUE_REFUSED, "ReduceSum-empty-axes": EMPTY_CONST_REFUSED}
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=KNOWN_READER_GAPS[n]) if n in KNOWN_READER_GAPS else n
-                                  for n in sorted(LAYERS)])
+@pytest.mark.parametrize("name", sorted(LAYERS))
 def test_layer_matches_openvino(name, tmp_path):
     path, feeds = _build(name, tmp_path)
     assert_matches_openvino(path, feeds, context=name)
@@ -293,9 +277,8 @@ def _one_layer(layer_type: str, version: str, attrs: dict, x: np.ndarray, consta
 
 @pytest.mark.parametrize("mode, numpy_mode", [("edge", "edge"), ("reflect", "reflect"), ("symmetric", "symmetric")])
 def test_pad_modes_ignore_the_pad_value_input(mode, numpy_mode):
-    # What OpenVINO computes for the IR it writes (Pad with a pad_value input in every mode): np.pad's
-    # mode of the same name; checked against OpenVINO in test_layer_matches_openvino once the reader
-    # accepts the file.
+    # OpenVINO writes Pad with a pad_value input in every mode and ignores it outside constant mode:
+    # np.pad's mode of the same name (also checked against OpenVINO in test_layer_matches_openvino).
     model = _one_layer("Pad", "opset1", {"pad_mode": mode}, X,
                        [np.array([0, 1, 2]), np.array([1, 0, 1]), np.array(7, np.float32)])
     out = IRProgram(model).execute({"x": X})
