@@ -64,9 +64,14 @@ class UsageError(PoolirError):
 def layer_label(name: str, layer_id: int | str | None = None, kind: str | None = None) -> str:
     """The one spelling of a layer or node reference in messages: `layer 'pool1' (id 3, AvgPool)`."""
     details = ", ".join(str(d) for d in (f"id {layer_id}" if layer_id is not None else None, kind) if d)
-    return f"layer '{name}'" + (f" ({details})" if details else "")
+    return f"layer '{_one_line(name)}'" + (f" ({_one_line(details)})" if details else "")
 
 
 def node_label(name: str, op_type: str | None = None) -> str:
     """The one spelling of an ONNX node reference in messages: `node 'pool1' (MaxPool)`."""
-    return f"node '{name}'" + (f" ({op_type})" if op_type else "")
+    return f"node '{_one_line(name)}'" + (f" ({_one_line(op_type)})" if op_type else "")
+
+
+def _one_line(text: str) -> str:
+    """Names come from untrusted files; a newline in one must not break the one-line message."""
+    return str(text).replace("\r", "\\r").replace("\n", "\\n")
