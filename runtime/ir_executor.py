@@ -40,7 +40,6 @@ class _LayerInfo:
 
     layer: Layer
     used_outputs: frozenset[int]  # indices of output ports something consumes
-    input_types: tuple[str | None, ...]  # declared element types of the producers' ports
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +108,8 @@ class IRProgram:
                 elif layer.type == "Result":
                     self._plan_result(layer, producers[(layer.id, layer.inputs[0].id)], layers, inputs)
                 else:
-                    info = _LayerInfo(
-                        layer,
-                        frozenset(i for i, port in enumerate(layer.outputs) if (layer.id, port.id) in consumed),
-                        tuple(layers[producers[(layer.id, port.id)][0]].port(producers[(layer.id, port.id)][1])
-                              .element_type for port in layer.inputs))
+                    info = _LayerInfo(layer, frozenset(i for i, port in enumerate(layer.outputs)
+                                                       if (layer.id, port.id) in consumed))
                     self._steps.append(_Step(layer, _BUILDERS[layer.type](info), inputs, outputs))
             except PoolirError as error:
                 raise error.located(file=self.file, where=where) from None
