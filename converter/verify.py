@@ -49,6 +49,7 @@ import json
 import math
 import os
 import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -510,7 +511,11 @@ def load_arrays(path: Path) -> dict[str, np.ndarray]:
     from converter.cmd_run import _adopt_bfloat16, _load_archive
 
     bfloat16 = np.dtype(ml_dtypes.bfloat16)
-    return {name: _adopt_bfloat16(array, bfloat16) for name, array in _load_archive(os.fspath(path)).items()}
+    try:
+        arrays = _load_archive(os.fspath(path))
+    except zipfile.BadZipFile as error:  # a damaged archive: numpy lets zipfile's own error through
+        raise UsageError(f"not a readable .npz archive ({error})", file=path) from None
+    return {name: _adopt_bfloat16(array, bfloat16) for name, array in arrays.items()}
 
 
 def _feeds_for(session, given: Mapping[str, np.ndarray] | None, seed: int, source: str) -> dict[str, np.ndarray]:

@@ -269,3 +269,54 @@ def test_find_examples_walks_a_folder_of_example_folders(tmp_path):
         copy_example("maxpool_2d_ceil", tmp_path / "group").rename(tmp_path / "group" / name)
     (tmp_path / "group" / "not_an_example").mkdir()
     assert [p.name for p in find_examples(tmp_path)] == ["a_example", "b_example"]
+
+
+def test_progress_counts_models_on_a_terminal(monkeypatch, capsys):
+    from converter.cmd_verify import _Progress
+
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    progress = _Progress()
+    progress(0, 3, Path("examples/a"))
+    progress(2, 3, Path("examples/c"))
+    progress(3, 3, None)
+    err = capsys.readouterr().err
+    assert "verifying 1/3 examples/a" in err and "verifying 3/3 examples/c" in err
+    assert err.endswith("\r\033[K")  # the counter line is erased before the tables are printed
+
+
+def test_json_carries_the_declared_vs_inferred_warnings():
+    result = invoke("--json", str(EXAMPLES / "avgpool1_spec_2_as_written"))
+    assert result.exit_code == 0  # a wrong declared size is reported, not a failure: the numbers match
+    (model,) = json.loads(result.output)["models"]
+    assert any("declared [1,3,32,32], inferred [1,3,16,16]" in w for w in model["warnings"])
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda f: (f / "expected.npz").write_bytes(b"PK\x03\x04 truncated"), "not a readable .npz archive"),
+    (lambda f: (f / "manifest.json").write_text("{not json"), "manifest.json: not valid JSON"),
+    (lambda f: (f / "manifest.json").write_text('{"tolerance": {"rtol": "tight"}}'), "'tolerance' must be"),
+    (lambda f: (f / "model.onnx").write_bytes(b"\xff" * 7), "not a readable ONNX model"),
+])
+def test_damaged_example_files_exit_2_naming_the_file(tmp_path, damage, message):
+    folder = copy_example("maxpool_2d_ceil", tmp_path)
+    damage(folder)
+    result = invoke(str(folder))
+    assert result.exit_code == 2, result.output
+    assert message in result.output and str(folder) in result.output
+
+
+def test_damaged_ir_file_exits_2(tmp_path):
+    folder = copy_example("avgpool1_spec_3", tmp_path)
+    xml = (folder / "model.xml").read_text().replace('strides="3,3"', 'strides="0,3"')
+    (folder / "model.xml").write_text(xml)
+    result = invoke(str(folder))
+    assert result.exit_code == 2 and "model.xml" in result.output and "Traceback" not in result.output
+
+
+def test_expected_output_under_another_name_is_a_mismatch(tmp_path):
+    folder = copy_example("maxpool_2d_precomputed_strides", tmp_path)
+    np.savez(folder / "expected.npz", output=np.array([[[[7, 9], [17, 19]]]], np.float32))
+    result = invoke(str(folder))
+    assert result.exit_code == 1
+    assert "output missing (this path produced: y)" in result.output
+    assert "unexpected output (the reference has: output)" in result.output
