@@ -120,7 +120,7 @@ def parse_model(xml_bytes: bytes, weights: bytes | Any | None = None, *, source:
     for element in (edges_element if edges_element is not None else ()):
         if element.tag != "edge":
             raise InvalidModelError(f"unexpected element <{element.tag}> in <edges>", file=source)
-        where = "edge " + " ".join(f'{key}="{element.get(key)}"' for key in
+        where = "edge " + " ".join(f"{key}={element.get(key)!r}" for key in
                                    ("from-layer", "from-port", "to-layer", "to-port"))
         model.edges.append(Edge(*(_int_attr(element, key, source, where) for key in
                                   ("from-layer", "from-port", "to-layer", "to-port"))))
