@@ -352,8 +352,19 @@ def _plan(pool: onnx_ops.OnnxPool, spatial: tuple[int | None, ...]) -> tuple[_Ir
         return _fit_rounding(axes, full_kernel_divisor=False, exclude_pad=True), out_spatial
     if not any(axis.overhang_possible() for axis in axes):
         # Every wanted window lies in the padded input, so ONNX divides by prod(k) like OpenVINO (fact 4),
-        # and floor rounding gives exactly the wanted windows.
-        return _IrWindows(pool.pads_begin, pool.pads_end, "floor", exclude_pad=False), out_spatial
+        # and floor rounding gives the wanted windows, except that with pad_end >= the dilated kernel floor
+        # also keeps a last window lying wholly in the right padding, which ONNX drops (L=1, k=1, pads (0, 1):
+        # ONNX 1 window, floor 2). Shrinking pads_end to what the wanted windows reach removes it; no window
+        # leaves the input, so the divisor is still k per axis.
+        if any(a.length is None and a.pad_end >= a.effective_kernel for a in axes):
+            raise ConversionError(
+                "count_include_pad=1 with ceil_mode=1, a pad_end at least the dilated kernel and dynamic spatial "
+                "dims: whether ONNX drops a last window lying in the padding depends on the input length; fix "
+                "the shape with --input-shape")
+        ends = tuple(a.pad_end if a.length is None else
+                     min(a.pad_end, max(0, (a.target - 1) * a.stride + a.effective_kernel - a.length - a.pad_begin))
+                     for a in axes)
+        return _IrWindows(pool.pads_begin, ends, "floor", exclude_pad=False), out_spatial
     # Pad with zeros explicitly; exclude-pad's real taps are then the taps inside ONNX's padded input.
     # The AvgPool must keep a non-zero pad: OpenVINO's PadFusion folds Pad + AvgPool(exclude-pad=true,
     # zero pads) into AvgPool(exclude-pad=false, the Pad's pads), whose divisor is prod(k) (fact 4)
