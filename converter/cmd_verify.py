@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from converter.verify import PEERS, ModelReport, Report, Row, verify_paths
+from converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
 from ir.atomic import write_files_atomically
 
 STATUS_WORDS = {"reference": "reference", "ok": "ok", "mismatch": "MISMATCH", "refused": "REFUSED",
@@ -61,7 +61,8 @@ def _explain(row: Row) -> str:
         parts.append(f"first difference at [{','.join(map(str, m.index))}]: {_value(m.actual)} "
                      f"instead of {_value(m.expected)}")
     if row.tolerance is not None and row.status == "mismatch" and row.first_mismatch is not None:
-        parts.append(f"rtol {row.tolerance.rtol:g}, atol {row.tolerance.atol:g}")
+        parts.append("compared exactly" if row.tolerance == EXACT
+                     else f"rtol {row.tolerance.rtol:g}, atol {row.tolerance.atol:g}")
     return "; ".join(parts)
 
 
