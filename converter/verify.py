@@ -534,6 +534,9 @@ def _feeds_for(session, given: Mapping[str, np.ndarray] | None, seed: int, sourc
     for position, spec in enumerate(session.inputs):
         if spec.name in given:
             feeds[spec.name] = _adopt_bfloat16(np.asarray(given[spec.name]), np.dtype(spec.dtype))
+        elif spec.shape is None or None in spec.shape:
+            raise UsageError(f"input '{spec.name}' has dynamic dims (shape {spec.shape_text()}), which random "
+                             f"inputs cannot guess: give it with --inputs FILE.npz", file=source)
         else:
             feeds[spec.name] = random_input(spec, seed, position)
     return feeds

@@ -320,3 +320,18 @@ def test_expected_output_under_another_name_is_a_mismatch(tmp_path):
     assert result.exit_code == 1
     assert "output missing (this path produced: y)" in result.output
     assert "unexpected output (the reference has: output)" in result.output
+
+
+def test_dynamic_dims_need_given_inputs(tmp_path):
+    folder = EXAMPLES / "resnet50_global_average_pool_head"  # input x: [batch,64,7,7]
+    result = invoke(str(folder / "model.onnx"))
+    assert result.exit_code == 2
+    assert "input 'x' has dynamic dims (shape [?,64,7,7])" in result.output and "--inputs FILE.npz" in result.output
+    assert invoke(str(folder / "model.onnx"), "--inputs", str(folder / "inputs.npz")).exit_code == 0
+
+
+def test_model_file_with_random_inputs_from_the_seed_agrees_with_onnxruntime(tmp_path):
+    model = _maxpool_model(tmp_path / "m.onnx")
+    first = verify_paths([model], seed=3, peers=["onnxruntime"])
+    assert first.passed and first.models[0].inputs == "random (seed 3)"
+    assert [r.status for r in first.models[0].rows][:2] == ["reference", "ok"]
