@@ -327,6 +327,10 @@ def _plan(pool: onnx_ops.OnnxPool, spatial: tuple[int | None, ...]) -> tuple[_Ir
     out_spatial = tuple(w.output if w is not None else None for w in windows)
     family = pool.family
     exclude_pad = family == "max" or (family == "avg" and pool.divisor == "real")
+    # Any rounding: floor keeps a window wholly in the padding too when a pad is at least the kernel.
+    if family == "max" and any(w is not None and not w.real_taps().all() for w in windows):
+        raise ConversionError("a window holds no input element, only padding: ONNX gives -inf there and "
+                              "OpenVINO the lowest finite value with index 0, so no exact IR exists")
     if pool.auto_pad in ("same_upper", "same_lower"):
         if all(w is not None for w in windows):
             return _IrWindows(tuple(w.pad_begin for w in windows), tuple(w.pad_end for w in windows), "floor",
@@ -339,9 +343,6 @@ def _plan(pool: onnx_ops.OnnxPool, spatial: tuple[int | None, ...]) -> tuple[_Ir
     axes = [_Axis(length, pool.kernel[i], pool.strides[i], pool.dilations[i], pool.pads_begin[i],
                   pool.pads_end[i], w.output if w is not None else None)
             for i, (length, w) in enumerate(zip(spatial, windows))]
-    if family == "max" and any(w is not None and not w.real_taps().all() for w in windows):
-        raise ConversionError("a window holds no input element, only padding: ONNX gives -inf there and "
-                              "OpenVINO the lowest finite value with index 0, so no exact IR exists")
     if exclude_pad:
         return _fit_rounding(axes, full_kernel_divisor=False, exclude_pad=True), out_spatial
     if family == "lp":
