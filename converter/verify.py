@@ -44,6 +44,7 @@ does the same for its example (for expected values its source rounds), and argum
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import math
@@ -378,6 +379,14 @@ def onnxruntime_run(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndar
     return dict(zip(names, session.run(names, dict(feeds))))
 
 
+@functools.lru_cache(maxsize=1)
+def _openvino_core():
+    """One OpenVINO Core per process: creating one loads the plugins, which costs more than a small model."""
+    import openvino as ov
+
+    return ov.Core()
+
+
 def openvino_run_xml(xml_path: str | os.PathLike, feeds: Mapping[str, np.ndarray],
                      output_names: Iterable[str] = ()) -> dict[str, np.ndarray]:
     """Read an IR file with OpenVINO and run it on the CPU in f32; outputs keyed by tensor name.
@@ -387,7 +396,7 @@ def openvino_run_xml(xml_path: str | os.PathLike, feeds: Mapping[str, np.ndarray
     import ml_dtypes
     import openvino as ov
 
-    core = ov.Core()
+    core = _openvino_core()
     compiled = core.compile_model(core.read_model(os.fspath(xml_path)), "CPU",
                                   {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": "1"})
     inputs = {}
