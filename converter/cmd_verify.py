@@ -71,7 +71,9 @@ def format_summary(report: Report) -> str:
     failed = sum(not m.passed for m in report.models)
     rows = ", ".join(f"{n} {STATUS_WORDS.get(s, s)}" for s, n in sorted(counts.items()))
     verdict = "all match" if report.passed else f"{failed} model(s) failed"
-    return f"{len(report.models)} model(s), {sum(counts.values())} row(s): {rows} -- {verdict}"
+    summary = f"{len(report.models)} model(s), {sum(counts.values())} row(s): {rows} -- {verdict}"
+    failures = [m.source for m in report.models if not m.passed]
+    return summary + "".join(f"\nfailed: {source}" for source in failures)
 
 
 class _Progress:
