@@ -1,0 +1,42 @@
+"""Run a poolir command on a hostile input and check the CLI contract: exit 0 (or 1 for a verify
+mismatch), or exit 2 with exactly one line on stderr that names the file; never a traceback, never
+an internal error (exit 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from converter.cli import main
+from tests.robustness.harness import TRIED, FAILED_CLEANLY
+
+
+def invoke_cli(kind: str, args: list[str], names: str | None = None, allowed=(0, 2)):
+    TRIED[f"cli.{kind}"] += 1
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"poolir {' '.join(map(str, args))}: uncaught {type(result.exception).__name__}: "
+                             f"{result.exception}") from result.exception
+    assert "Traceback" not in result.output and "Traceback" not in result.stderr, result.stderr
+    assert result.exit_code in allowed, (f"poolir {' '.join(map(str, args))}: exit {result.exit_code}, "
+                                         f"stderr {result.stderr!r}")
+    if result.exit_code == 2:
+        FAILED_CLEANLY[f"cli.{kind}"] += 1
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, f"poolir {' '.join(map(str, args))}: stderr is not one line: {result.stderr!r}"
+        assert lines[0].startswith("poolir: error: "), lines[0]
+        if names is not None:
+            assert names in lines[0], f"the message {lines[0]!r} does not name {names!r}"
+    return result
+
+
+def all_commands(model: Path, work: Path) -> None:
+    """inspect, run (-o), convert and verify on one model file; each must keep the CLI contract."""
+    name = str(model)
+    invoke_cli("inspect", ["inspect", model], names=name)
+    invoke_cli("inspect", ["inspect", model, "--json"], names=name)
+    invoke_cli("run", ["run", model, "-o", work / "out.npz"], names=name)
+    target = work / ("out.onnx" if model.suffix == ".xml" else "out.xml")
+    invoke_cli("convert", ["convert", model, "-o", target], names=name)
+    invoke_cli("verify", ["verify", model, "--report", work / "report.json"], allowed=(0, 1, 2))

@@ -1,0 +1,88 @@
+"""The CLI on hostile inputs: every command keeps the contract of cli_check.py, through click's CliRunner
+(fuzzed) and through a real subprocess (a few cases)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+from hypothesis import given, strategies as st
+
+from tests.robustness.cli_check import all_commands, invoke_cli
+from tests.robustness.harness import fuzz
+from tests.robustness.test_ir_fuzz import mutated_bytes, mutated_pool_values, mutated_tree
+from tests.robustness.test_onnx_fuzz import garbled_onnx_bytes, plausible_pool_models, pool_models
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def _write_ir(folder: Path, xml: bytes, weights: bytes | None) -> Path:
+    path = folder / "model.xml"
+    path.write_bytes(xml)
+    if weights is not None:
+        path.with_suffix(".bin").write_bytes(weights)
+    return path
+
+
+@fuzz(40)
+@given(st.one_of(mutated_tree(), mutated_bytes(), mutated_pool_values()))
+def test_cli_on_mutated_ir(tmp_path_factory, case):
+    folder = tmp_path_factory.mktemp("ir")
+    all_commands(_write_ir(folder, *case), folder)
+
+
+@fuzz(40)
+@given(st.one_of(pool_models(), plausible_pool_models()))
+def test_cli_on_mutated_onnx(tmp_path_factory, model):
+    folder = tmp_path_factory.mktemp("onnx")
+    path = folder / "model.onnx"
+    onnx.save(model, path)
+    all_commands(path, folder)
+
+
+@fuzz(25)
+@given(garbled_onnx_bytes())
+def test_cli_on_garbled_onnx(tmp_path_factory, data):
+    folder = tmp_path_factory.mktemp("garbled")
+    path = folder / "model.onnx"
+    path.write_bytes(data)
+    all_commands(path, folder)
+
+
+def test_cli_on_missing_files_and_directories(tmp_path):
+    missing = tmp_path / "absent.xml"
+    invoke_cli("inspect", ["inspect", missing], names=str(missing))
+    invoke_cli("run", ["run", missing], names=str(missing))
+    invoke_cli("run", ["run", tmp_path / "absent.onnx"], names="absent.onnx")
+    invoke_cli("verify", ["verify", missing], names=str(missing))
+    (tmp_path / "dir.xml").mkdir()
+    invoke_cli("run", ["run", tmp_path / "dir.xml"], names="dir.xml")
+    invoke_cli("verify", ["verify", tmp_path / "dir.xml"])
+    odd = tmp_path / "model.txt"
+    odd.write_text("hello")
+    invoke_cli("run", ["run", odd], names="model.txt")
+    invoke_cli("inspect", ["inspect", odd], names="model.txt")
+
+
+def _subprocess(*args: str) -> subprocess.CompletedProcess:
+    code = "import sys; from converter.cli import main; sys.exit(main())"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).parents[2])
+
+
+def test_real_process_exit_2_and_one_line_for_hostile_files(tmp_path):
+    bomb = CORPUS / "billion_laughs.xml"
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x08\x07\x12\xff\xff\xff\xff\x0f")
+    for args, named in ((["inspect", str(bomb)], str(bomb)), (["run", str(garbage)], str(garbage)),
+                        (["convert", str(CORPUS / "xxe_file_entity.xml"), "-o", str(tmp_path / "o.onnx")],
+                         "xxe_file_entity.xml"),
+                        (["verify", str(CORPUS / "stride_2_pow_63.xml")], "stride_2_pow_63.xml")):
+        done = _subprocess(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("poolir: error: ") and named in lines[0], (args, done.stderr)
+    assert not (tmp_path / "o.onnx").exists()
