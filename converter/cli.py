@@ -37,6 +37,10 @@ class PoolirGroup(click.Group):
         except OSError as error:
             where = f"{error.filename}: " if error.filename else ""
             fail(f"{where}{error.strerror or error}")
+        except click.UsageError as error:
+            # A bad argument of a command (a directory as MODEL, an unknown --peer): one line like every
+            # other user error, instead of click's multi-line usage block.
+            fail(" ".join(error.format_message().split()))
         except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
             raise
         except Exception as error:  # a bug in poolir, not the user's fault
