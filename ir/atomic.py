@@ -6,7 +6,7 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 
 def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
@@ -17,6 +17,9 @@ def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
     failure the temporary files are removed and the destinations are left as they were.
     """
     staged: list[tuple[str, Path]] = []
+    # (destination, hard-link backup of its old content or None when it did not exist), for every rename
+    # done: if a later rename fails, these are put back, so a pair like .xml + .bin is never half new.
+    replaced: list[tuple[Path, str | None]] = []
     try:
         for destination, data in contents.items():
             destination = Path(destination)
@@ -28,14 +31,69 @@ def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
                 handle.flush()
                 os.fsync(handle.fileno())
         for temporary, destination in staged:
-            os.replace(temporary, destination)
-        staged.clear()
-    finally:
-        for temporary, _ in staged:
+            backup = _backup(destination) if len(staged) > 1 else None
             try:
-                os.unlink(temporary)
-            except FileNotFoundError:
-                pass
+                os.replace(temporary, destination)
+            except BaseException:
+                _discard(backup)
+                raise
+            replaced.append((destination, backup))
+        staged.clear()
+        for _, backup in replaced:
+            _discard(backup)
+        replaced.clear()
+    finally:
+        for destination, backup in reversed(replaced):  # a rename failed: undo the ones done
+            if backup is not None:
+                os.replace(backup, destination)
+            else:
+                _discard(os.fspath(destination))
+        for temporary, _ in staged:
+            _discard(temporary)
+
+
+def _backup(destination: Path) -> str | None:
+    """A hard link to the current content of `destination` (None when there is none), beside it."""
+    if not destination.is_file():
+        return None
+    backup = os.fspath(destination.parent / f".{destination.name}.{os.getpid()}.{id(destination)}.bak")
+    _discard(backup)
+    try:
+        os.link(destination, backup)
+    except OSError:  # a filesystem without hard links: a copy does as well
+        import shutil
+
+        shutil.copy2(destination, backup)
+    return backup
+
+
+def _discard(path: str | None) -> None:
+    if path is None:
+        return
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def refuse_overwriting_inputs(destination: str | os.PathLike, inputs: Iterable[str | os.PathLike | None]) -> None:
+    """Raise UsageError when `destination` is one of `inputs` (same path, through a symlink or a hard link).
+
+    Every command calls this for each output before doing any work: an output must never replace an input.
+    """
+    from ir.errors import UsageError
+
+    destination = Path(destination)
+    for source in inputs:
+        if source is None:
+            continue
+        source = Path(source)
+        same = destination.resolve() == source.resolve()
+        if not same and destination.exists() and source.exists():
+            same = os.path.samefile(destination, source)
+        if same:
+            raise UsageError(f"the output {os.fspath(destination)} is the input {os.fspath(source)}; "
+                             "choose another output file")
 
 
 @contextmanager
