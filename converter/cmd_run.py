@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from ir.atomic import atomic_path
+from ir.atomic import atomic_path, refuse_overwriting_inputs
 from ir.errors import FeedError, UsageError
 
 
@@ -122,6 +122,9 @@ def command(model, input_options, inputs_archive, seed, output, as_json) -> None
     """
     import runtime
 
+    if output:
+        refuse_overwriting_inputs(output, [model, Path(model).with_suffix(".bin"), inputs_archive,
+                                           *(_parse_input_option(option)[1] for option in input_options)])
     session = runtime.Session(model)
     expected = {spec.name: spec for spec in session.inputs}
     feeds: dict[str, np.ndarray] = {}

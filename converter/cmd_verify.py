@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
-from ir.atomic import write_files_atomically
+from ir.atomic import refuse_overwriting_inputs, write_files_atomically
 
 STATUS_WORDS = {"reference": "reference", "ok": "ok", "mismatch": "MISMATCH", "refused": "REFUSED",
                 "expected-refused": "refused (expected)", "error": "ERROR"}
@@ -92,6 +92,17 @@ class _Progress:
         sys.stderr.flush()
 
 
+def _input_files(paths, inputs) -> list[Path]:
+    """Every file verify reads: the models given (and their .bin), the files of example folders, --inputs."""
+    files = [Path(inputs)] if inputs else []
+    for path in map(Path, paths or ("examples",)):
+        if path.is_dir():
+            files.extend(p for p in path.rglob("*") if p.is_file())
+        else:
+            files.extend((path, path.with_suffix(".bin")))
+    return files
+
+
 @click.command("verify")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--peer", "peers", multiple=True, type=click.Choice(PEERS),
@@ -113,6 +124,8 @@ def command(paths, peers, rtol, atol, inputs, seed, as_json, report_file) -> Non
 
     Exit status: 0 when everything matches, 1 on any mismatch or unexpected refusal, 2 on bad input.
     """
+    if report_file:
+        refuse_overwriting_inputs(report_file, _input_files(paths, inputs))
     report = verify_paths(paths, peers=peers, rtol=rtol, atol=atol, seed=seed, inputs=inputs,
                           progress=_Progress())
     document = json.dumps(report.to_dict(), indent=2) + "\n"
