@@ -284,13 +284,33 @@ def _convert_global_pool(builder: GraphBuilder, op_type: str, version, attrs: di
         p = onnx_ops.global_p(version, attrs)
     except UsageError as error:
         raise InvalidModelError(error.problem) from None
-    if p in (1.0, 2.0):  # exactly OpenVINO's ReduceL1 / ReduceL2 (sum |x|, sqrt(sum x^2)) over the axes
+    if p in (1.0, 2.0) and x.element_type not in _NARROW_FLOATS:
+        # exactly OpenVINO's ReduceL1 / ReduceL2 (sum |x|, sqrt(sum x^2)) over the axes
         ref = builder.add(f"ReduceL{int(p)}", "opset4", [x.ref, axes], attrs={"keep_dims": True}, name=name)[0]
         return _Value(ref, x.element_type, out_shape)
-    powered = _abs_power(builder, x, p, name)
+    wide = _widened(builder, x, name)
+    powered = _abs_power(builder, wide, p, name)
     summed = builder.add("ReduceSum", "opset1", [powered, axes], attrs={"keep_dims": True}, name=f"{name}/sum")[0]
-    ref = _power(builder, summed, 1.0 / p, x.element_type, name)
-    return _Value(ref, x.element_type, out_shape)
+    root = _power(builder, summed, 1.0 / p, wide.element_type, name if wide is x else f"{name}/root")
+    return _Value(_narrowed(builder, root, x, name), x.element_type, out_shape)
+
+
+# An Lp norm's |x|^p overflows float16 long before the norm does (|60|^3 > 65504): the decomposition
+# computes in f32 and converts back, so the IR is exact under a strict reading of its element types too.
+_NARROW_FLOATS = ("f16", "bf16")
+
+
+def _widened(builder: GraphBuilder, x: _Value, name: str) -> _Value:
+    if x.element_type not in _NARROW_FLOATS:
+        return x
+    ref = builder.add("Convert", "opset1", [x.ref], attrs={"destination_type": "f32"}, name=f"{name}/to_f32")[0]
+    return _Value(ref, "f32", x.shape)
+
+
+def _narrowed(builder: GraphBuilder, ref, x: _Value, name: str):
+    if x.element_type not in _NARROW_FLOATS:
+        return ref
+    return builder.add("Convert", "opset1", [ref], attrs={"destination_type": x.element_type}, name=name)[0]
 
 
 def _scalar(builder: GraphBuilder, value: float | int, element_type: str):
@@ -479,13 +499,15 @@ def _convert_window_pool(builder: GraphBuilder, pool: onnx_ops.OnnxPool, x: _Val
     # LpPool: (sum |x|^p)^(1/p) = (AvgPool(|x|^p) * prod(k))^(1/p), where the AvgPool divides by prod(k)
     # in every window (_fit_rounding's full_kernel_divisor; floor and SAME windows never leave the padded
     # input, so there the divisor is prod(k) either way).
-    powered = _abs_power(builder, _Value(source, x.element_type, x.shape), pool.p, name)
+    wide = _widened(builder, _Value(source, x.element_type, x.shape), name)
+    last = name if wide.element_type == x.element_type else f"{name}/root"
+    powered = _abs_power(builder, wide, pool.p, name)
     averaged = builder.add("AvgPool", f"opset{opset}", [powered], attrs=geometry, name=f"{name}/avg")[0]
-    volume = _scalar(builder, math.prod(pool.kernel), x.element_type)
+    volume = _scalar(builder, math.prod(pool.kernel), wide.element_type)
     summed = builder.add("Multiply", "opset1", [averaged, volume], attrs={"auto_broadcast": "numpy"},
-                         name=f"{name}/sum" if pool.p != 1.0 else name)[0]
-    ref = summed if pool.p == 1.0 else _power(builder, summed, 1.0 / pool.p, x.element_type, name)
-    return [_Value(ref, x.element_type, out_shape)]
+                         name=f"{name}/sum" if pool.p != 1.0 else last)[0]
+    ref = summed if pool.p == 1.0 else _power(builder, summed, 1.0 / pool.p, wide.element_type, last)
+    return [_Value(_narrowed(builder, ref, x, name), x.element_type, out_shape)]
 
 
 def _zero_pad(builder: GraphBuilder, x: _Value, pads: tuple[tuple[int, ...], tuple[int, ...]], name: str):

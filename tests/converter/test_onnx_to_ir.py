@@ -1,0 +1,304 @@
+"""ONNX -> IR: the IR, executed by OpenVINO itself (and by poolir's runtime), means what the ONNX model means.
+
+Expected values: the spec-only oracle in test_onnx_to_ir_oracle.py (itself pinned by the seed examples and
+hand-worked cases, and checked here against onnxruntime wherever onnxruntime is not known to be wrong),
+and the onnx package's own backend test outputs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import ir
+import runtime
+from converter import onnx_to_ir
+from ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
+from tests.converter.test_onnx_to_ir_oracle import PoolCase, assert_outputs_match, pool_case_grid
+from tests.peers import onnxruntime_run, openvino_run_onnx, openvino_run_xml
+
+GRID = pool_case_grid(200)
+
+
+def run_in_openvino(model: ir.Model, feeds: dict, tmp_path) -> dict:
+    path = tmp_path / "model.xml"
+    ir.write_model(model, path)
+    return openvino_run_xml(path, feeds)
+
+
+def pool_layers(model: ir.Model) -> list[tuple[str, str]]:
+    return [(layer.type, layer.version) for layer in model.layers if layer.type not in ("Parameter", "Const", "Result")]
+
+
+# --- the grid ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", GRID, ids=lambda c: c.id)
+def test_grid_ir_in_openvino_equals_onnx(case: PoolCase, tmp_path):
+    x = case.feed()
+    expected = case.expected(x)
+    model = onnx_to_ir(case.model())
+    assert_outputs_match(run_in_openvino(model, {"x": x}, tmp_path), expected, case.dtype, "OpenVINO on poolir's IR")
+    if "N" in case.shape:  # the batch stays dynamic, and another batch runs too
+        assert not model.parameters[0].attrs["shape"][0].is_static
+        x3 = case.feed(batch=3)
+        assert_outputs_match(run_in_openvino(model, {"x": x3}, tmp_path), case.expected(x3), case.dtype,
+                             "OpenVINO, batch 3")
+
+
+@pytest.mark.parametrize("case", GRID, ids=lambda c: c.id)
+def test_grid_oracle_agrees_with_onnxruntime(case: PoolCase):
+    """The oracle is right where onnxruntime is: every disagreement is a known onnxruntime bug."""
+    x = case.feed()
+    try:
+        got = onnxruntime_run(case.model(), {"x": x})
+    except Exception as error:  # onnxruntime lacks some kernels (LpPool float64, MaxPool-22 ...)
+        pytest.skip(f"onnxruntime cannot run this case: {str(error).splitlines()[0][:120]}")
+    known = case.onnxruntime_known_wrong()
+    try:
+        assert_outputs_match(got, case.expected(x), case.dtype, "onnxruntime vs oracle")
+    except AssertionError:
+        if known is None:
+            raise
+        return
+    # A case marked known-wrong may still come out right (the bug needs particular sizes); nothing to check.
+
+
+@pytest.mark.parametrize("case", GRID[::3], ids=lambda c: c.id)
+def test_grid_ir_in_poolir_runtime_equals_onnx(case: PoolCase):
+    x = case.feed()
+    model = onnx_to_ir(case.model())
+    assert_outputs_match(runtime.run(model, {"x": x}), case.expected(x), case.dtype, "poolir runtime on the IR")
+
+
+# --- the onnx package's backend test cases -----------------------------------------------------------
+
+def _backend_cases() -> dict:
+    import onnx.backend.test.case.node as node_cases
+
+    for module in ("averagepool", "maxpool", "lppool", "globalaveragepool", "globalmaxpool"):
+        importlib.import_module(f"onnx.backend.test.case.node.{module}")
+    pools = ("AveragePool", "MaxPool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
+    return {case.name: case for case in node_cases._NodeTestCases if case.model.graph.node[0].op_type in pools}
+
+
+BACKEND_CASES = _backend_cases()
+
+
+def _backend_feeds_and_expected(case) -> tuple[dict, dict]:
+    inputs, outputs = case.data_sets[0]
+    graph = case.model.graph
+    return ({v.name: a for v, a in zip(graph.input, inputs)}, {v.name: a for v, a in zip(graph.output, outputs)})
+
+
+def _matches(got: dict, expected: dict, rtol=1e-3, atol=1e-5) -> bool:
+    return all(name in got and got[name].shape == want.shape and
+               np.allclose(got[name].astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+               for name, want in expected.items())
+
+
+def test_every_backend_pooling_case_is_collected():
+    assert len(BACKEND_CASES) >= 51
+
+
+@pytest.mark.parametrize("name", sorted(BACKEND_CASES))
+def test_backend_case_ir_in_openvino(name, tmp_path):
+    case = BACKEND_CASES[name]
+    feeds, expected = _backend_feeds_and_expected(case)
+    got = run_in_openvino(onnx_to_ir(case.model), feeds, tmp_path)
+    assert _matches(got, expected, case.rtol, max(case.atol, 1e-5)), name
+
+
+# --- the cases OpenVINO's own ONNX frontend gets wrong (hand-worked values) -------------------------------
+
+def _single(op: str, attrs: dict, shape, opset: int = 22, outputs=("y",)) -> onnx.ModelProto:
+    node = helper.make_node(op, ["x"], list(outputs), name="pool", **attrs)
+    infos = [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT if o == "y" else onnx.TensorProto.INT64,
+                                           [None] * len(shape)) for o in outputs]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(shape))],
+                              infos)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+
+
+def test_maxpool_ceil_last_window_in_right_padding(tmp_path):
+    # L=4 (1..4), k=2, s=2, pads (0,1), ceil: windows at 0, 2; the third would start at 4 = L + pb (padding).
+    model = onnx_to_ir(_single("MaxPool", {"kernel_shape": [2], "strides": [2], "pads": [0, 1], "ceil_mode": 1},
+                               [1, 1, 4]))
+    got = run_in_openvino(model, {"x": np.arange(1, 5, dtype=np.float32).reshape(1, 1, 4)}, tmp_path)
+    np.testing.assert_array_equal(got["y"].ravel(), [2, 4])
+    assert pool_layers(model) == [("MaxPool", "opset1")]  # floor with fitted pads: still MaxPool-1
+
+
+def test_maxpool_ceil_drop_with_dynamic_length_uses_ceil_torch(tmp_path):
+    model = onnx_to_ir(_single("MaxPool", {"kernel_shape": [2], "strides": [2], "pads": [0, 1], "ceil_mode": 1},
+                               [1, 1, "L"]))
+    assert pool_layers(model) == [("MaxPool", "opset14")]
+    assert model.layers[1].attrs["rounding_type"] == "ceil_torch"
+    for length, expected in ((4, [2, 4]), (5, [2, 4, 5])):
+        got = run_in_openvino(model, {"x": np.arange(1, length + 1, dtype=np.float32).reshape(1, 1, length)}, tmp_path)
+        np.testing.assert_array_equal(got["y"].ravel(), expected)
+
+
+def test_averagepool_include_pad_ceil_overhang_divides_by_padded_taps(tmp_path):
+    # L=6 (1..6), k=3, s=2, pads (1,1), ceil: last window taps 5,6,7 -> inside [-1, 7): {5, 6} -> 6 / 2 = 3.
+    model = onnx_to_ir(_single("AveragePool", {"kernel_shape": [3], "strides": [2], "pads": [1, 1], "ceil_mode": 1,
+                                               "count_include_pad": 1}, [1, 1, 6]))
+    got = run_in_openvino(model, {"x": np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)}, tmp_path)
+    np.testing.assert_allclose(got["y"].ravel(), [1.0, 3.0, 5.0, 3.0])
+    assert [t for t, _ in pool_layers(model)] == ["Pad", "AvgPool"]
+
+
+def test_lppool_ceil_overhang_sums_real_elements(tmp_path):
+    # L=5, k=2, s=2, no pads, ceil, p=2: last window is x[4] alone -> |x4|.
+    model = onnx_to_ir(_single("LpPool", {"kernel_shape": [2], "strides": [2], "ceil_mode": 1, "p": 2}, [1, 1, 5]))
+    x = np.array([3, 4, 6, 8, -5], dtype=np.float32).reshape(1, 1, 5)
+    np.testing.assert_allclose(run_in_openvino(model, {"x": x}, tmp_path)["y"].ravel(), [5.0, 10.0, 5.0], rtol=1e-6)
+
+
+def test_maxpool_storage_order_1_recomputes_indices(tmp_path):
+    # Seed 004 "maxpool_with_argmax_2d_precomputed_strides": column-major indices [[6, 16], [8, 18]].
+    model = onnx_to_ir(_single("MaxPool", {"kernel_shape": [2, 2], "strides": [2, 2], "storage_order": 1},
+                               [1, 1, 5, 5], outputs=("y", "indices")))
+    got = run_in_openvino(model, {"x": np.arange(1, 26, dtype=np.float32).reshape(1, 1, 5, 5)}, tmp_path)
+    np.testing.assert_array_equal(got["y"][0, 0], [[7, 9], [17, 19]])
+    np.testing.assert_array_equal(got["indices"][0, 0], [[6, 16], [8, 18]])
+
+
+def test_kernel_larger_than_input_with_ceil(tmp_path):
+    # L=3, k=4, s=2, pads (0,0), ceil: ONNX has one window (taps 0..3, one past the input); OpenVINO refuses a
+    # kernel larger than the padded input, so the IR pads the end (inert for max and exclude-pad average).
+    for op, expected in (("MaxPool", [3.0]), ("AveragePool", [2.0])):
+        model = onnx_to_ir(_single(op, {"kernel_shape": [4], "strides": [2], "ceil_mode": 1}, [1, 1, 3]))
+        got = run_in_openvino(model, {"x": np.array([1, 2, 3], dtype=np.float32).reshape(1, 1, 3)}, tmp_path)
+        np.testing.assert_allclose(got["y"].ravel(), expected)
+
+
+# --- which layers: the plainest that is exact --------------------------------------------------------
+
+@pytest.mark.parametrize("op, attrs, shape, layers", [
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, [1, 1, 8, 8], [("MaxPool", "opset1")]),
+    ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}, [1, 1, 8, 8], [("MaxPool", "opset1")]),
+    ("MaxPool", {"kernel_shape": [2, 2], "dilations": [2, 2]}, [1, 1, 8, 8], [("MaxPool", "opset8")]),
+    ("AveragePool", {"kernel_shape": [3], "pads": [1, 1], "count_include_pad": 1}, [1, 1, 8], [("AvgPool", "opset1")]),
+    ("AveragePool", {"kernel_shape": [2], "dilations": [2]}, [1, 1, 8], [("AvgPool", "opset16")]),
+    ("AveragePool", {"kernel_shape": [2], "strides": [2], "pads": [0, 1], "ceil_mode": 1}, ["N", 1, "L"],
+     [("AvgPool", "opset14")]),
+    ("GlobalAveragePool", {}, [1, 3, 4, 4], [("ReduceMean", "opset1")]),
+    ("GlobalMaxPool", {}, [1, 3, 4, 4], [("ReduceMax", "opset1")]),
+    ("GlobalLpPool", {"p": 2}, [1, 3, 4, 4], [("ReduceL2", "opset4")]),
+])
+def test_plainest_layers(op, attrs, shape, layers):
+    assert pool_layers(onnx_to_ir(_single(op, attrs, shape))) == layers
+
+
+# --- graphs, names, shapes, refusals ------------------------------------------------------------------
+
+def test_graph_of_several_pools_keeps_names_and_dynamic_batch(tmp_path):
+    nodes = [
+        helper.make_node("MaxPool", ["image"], ["pooled", "where"], name="max", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Identity", ["pooled"], ["same"]),
+        helper.make_node("AveragePool", ["same"], ["smooth"], name="avg", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["smooth"], ["summary"], name="gap"),
+    ]
+    outputs = [helper.make_tensor_value_info(n, t, [None] * 4) for n, t in
+               (("smooth", onnx.TensorProto.FLOAT), ("summary", onnx.TensorProto.FLOAT), ("where", onnx.TensorProto.INT64))]
+    graph = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("image", onnx.TensorProto.FLOAT,
+                                                                            ["batch", 2, 6, 6])], outputs)
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    model = onnx_to_ir(onnx_model)
+    assert [p.name for p in model.parameters] == ["image"]
+    x = np.random.default_rng(0).standard_normal((3, 2, 6, 6)).astype(np.float32)
+    expected = onnxruntime_run(onnx_model, {"image": x})
+    got = run_in_openvino(model, {"image": x}, tmp_path)
+    assert sorted(got) == ["smooth", "summary", "where"]
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6)
+
+
+def test_unsupported_ops_are_listed_in_one_error():
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("MaxPool", ["a"], ["b"], kernel_shape=[2]),
+             helper.make_node("Custom", ["b"], ["y"], domain="example.org")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 4])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("example.org", 1)])
+    with pytest.raises(UnsupportedError) as error:
+        onnx_to_ir(model)
+    assert "Relu (ai.onnx, opset 13)" in str(error.value) and "Custom (example.org, opset 1)" in str(error.value)
+
+
+def test_dynamic_length_refused_where_no_single_layer_is_exact_and_input_shape_fixes_it(tmp_path):
+    # count_include_pad=1, ceil, pads and a dynamic length: the divisor past the padded input depends on L.
+    onnx_model = _single("AveragePool", {"kernel_shape": [3], "strides": [2], "pads": [1, 1], "ceil_mode": 1,
+                                         "count_include_pad": 1}, [1, 1, "L"])
+    with pytest.raises(ConversionError, match="node 'pool' \\(AveragePool\\).*--input-shape"):
+        onnx_to_ir(onnx_model)
+    model = onnx_to_ir(onnx_model, input_shapes={"x": (1, 1, 6)})
+    got = run_in_openvino(model, {"x": np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)}, tmp_path)
+    np.testing.assert_allclose(got["y"].ravel(), [1.0, 3.0, 5.0, 3.0])
+
+
+def test_storage_order_1_with_dynamic_spatial_dims_is_refused():
+    onnx_model = _single("MaxPool", {"kernel_shape": [2, 2], "storage_order": 1}, [1, 1, "H", "W"], outputs=("y", "i"))
+    with pytest.raises(ConversionError, match="storage_order=1"):
+        onnx_to_ir(onnx_model)
+
+
+def test_input_shape_errors():
+    onnx_model = _single("MaxPool", {"kernel_shape": [2]}, [1, 1, 4])
+    with pytest.raises(UsageError, match="no input called"):
+        onnx_to_ir(onnx_model, input_shapes={"y": (1, 1, 4)})
+    with pytest.raises(UsageError, match="contradicts"):
+        onnx_to_ir(onnx_model, input_shapes={"x": (1, 1, 5)})
+
+
+def test_invalid_attributes_name_the_node():
+    with pytest.raises(InvalidModelError, match="node 'pool' \\(MaxPool\\)"):
+        onnx_to_ir(_single("MaxPool", {"kernel_shape": [2], "strides": [0]}, [1, 1, 4]))
+
+
+def test_ir_version_10_writes_and_runs(tmp_path):
+    model = onnx_to_ir(_single("MaxPool", {"kernel_shape": [2], "strides": [2]}, [1, 1, 4]), ir_version=10)
+    assert model.version == 10
+    got = run_in_openvino(model, {"x": np.arange(4, dtype=np.float32).reshape(1, 1, 4)}, tmp_path)
+    np.testing.assert_array_equal(list(got.values())[0].ravel(), [1, 3])
+
+
+# --- for the report: how many of the same cases OpenVINO's own convert_model gets right -----------------
+
+@pytest.mark.skipif(not os.environ.get("POOLIR_FRONTEND_COUNT"),
+                    reason="slow (OpenVINO's convert_model takes ~0.4 s per model, ~2 min in all); "
+                           "run with POOLIR_FRONTEND_COUNT=1 to print the counts")
+def test_openvino_frontend_comparison_counts(tmp_path, capsys):
+    """Counts, on the grid and the backend cases, of exact results by poolir's IR and by OpenVINO's frontend.
+
+    poolir must be right on every case; the frontend's count is printed, with the cases it gets wrong.
+    """
+    poolir_right = frontend_right = total = 0
+    frontend_wrong = []
+    cases = [(case.id, case.model(), {"x": case.feed()}, None, case) for case in GRID]
+    cases += [(name, c.model, *_backend_feeds_and_expected(c), None) for name, c in sorted(BACKEND_CASES.items())]
+    for name, model, feeds, expected, case in cases:
+        if expected is None:
+            expected = case.expected(feeds["x"])
+        total += 1
+        tolerance = {"rtol": 2e-3, "atol": 2e-3} if case is not None and case.dtype == onnx.TensorProto.FLOAT16 else {}
+        poolir_right += _matches(run_in_openvino(onnx_to_ir(model), feeds, tmp_path), expected, **tolerance)
+        try:
+            frontend = openvino_run_onnx(model, feeds)
+            outputs = {o.name: frontend.get(o.name, frontend.get(str(i))) for i, o in enumerate(model.graph.output)}
+            good = _matches({k: v for k, v in outputs.items() if v is not None}, expected, **tolerance)
+        except Exception:  # the frontend refuses the model
+            good = False
+        frontend_right += good
+        if not good:
+            frontend_wrong.append(name)
+    with capsys.disabled():
+        print(f"\nONNX -> IR on {total} cases: poolir's IR in OpenVINO exact on {poolir_right}; "
+              f"OpenVINO's own convert_model exact on {frontend_right}; it gets these wrong:")
+        for name in frontend_wrong:
+            print(f"  {name}")
+    assert poolir_right == total
