@@ -59,8 +59,18 @@ def _adopt_bfloat16(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return array
 
 
-def random_input(spec, seed: int, position: int) -> np.ndarray:
-    """A random feed for a fully static input (see the module docstring for the distributions)."""
+def random_input(spec, seed: int, position: int, source: str | None = None) -> np.ndarray:
+    """A random feed for a fully static input (see the module docstring for the distributions).
+
+    `source` (the model file) is named in the error when the input does not fit in memory."""
+    try:
+        return _random_values(spec, seed, position)
+    except MemoryError as error:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
+        raise UsageError(f"not enough memory for a random input '{spec.name}' of shape {spec.shape_text()} "
+                         f"({error})", file=source) from None
+
+
+def _random_values(spec, seed: int, position: int) -> np.ndarray:
     if spec.shape is None or any(d is None for d in spec.shape):
         raise UsageError(f"input '{spec.name}' has dynamic dims (shape {spec.shape_text()}): give it with "
                          f"--input {spec.name}=FILE.npy or --inputs FILE.npz")
@@ -141,7 +151,7 @@ def command(model, input_options, inputs_archive, seed, output, as_json) -> None
         if spec.name in feeds:
             feeds[spec.name] = _adopt_bfloat16(feeds[spec.name], np.dtype(spec.dtype))
         else:
-            feeds[spec.name] = random_input(spec, seed, position)
+            feeds[spec.name] = random_input(spec, seed, position, source=model)
     outputs = session.run(feeds)
     if output:
         with atomic_path(output) as temporary, open(temporary, "wb") as handle:
