@@ -37,6 +37,8 @@ class PoolirGroup(click.Group):
         except OSError as error:
             where = f"{error.filename}: " if error.filename else ""
             fail(f"{where}{error.strerror or error}")
+        except MemoryError as error:  # where a command did not say which file needed it
+            fail(f"not enough memory ({error})")
         except click.UsageError as error:
             # A bad argument of a command (a directory as MODEL, an unknown --peer): one line like every
             # other user error, instead of click's multi-line usage block.

@@ -547,7 +547,7 @@ def _feeds_for(session, given: Mapping[str, np.ndarray] | None, seed: int, sourc
             raise UsageError(f"input '{spec.name}' has dynamic dims (shape {spec.shape_text()}), which random "
                              f"inputs cannot guess: give it with --inputs FILE.npz", file=source)
         else:
-            feeds[spec.name] = random_input(spec, seed, position)
+            feeds[spec.name] = random_input(spec, seed, position, source=source)
     return feeds
 
 

@@ -117,7 +117,10 @@ class Session:
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         self.check_feeds(feeds)
-        return self._program.execute(feeds)
+        try:
+            return self._program.execute(feeds)
+        except MemoryError as error:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
+            raise UnsupportedError(f"not enough memory to run the model ({error})", file=self.source) from None
 
     def check_feeds(self, feeds: Mapping[str, np.ndarray]) -> None:
         """Raise FeedError unless `feeds` matches the declared inputs exactly (names, dtypes, ranks, dims)."""
