@@ -17,7 +17,7 @@ import click
 import numpy as np
 
 from ir.atomic import atomic_path, refuse_overwriting_inputs
-from ir.errors import FeedError, UsageError
+from ir.errors import FeedError, PoolirError, UsageError
 
 
 def _load_array(path: str, what: str) -> np.ndarray:
@@ -25,8 +25,9 @@ def _load_array(path: str, what: str) -> np.ndarray:
         array = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise UsageError("no such file", file=path, where=what) from None
-    except (OSError, ValueError, EOFError) as error:
-        raise UsageError(f"not a readable .npy file ({error})", file=path, where=what) from None
+    except Exception as error:  # numpy's header parser raises ValueError, SyntaxError, TokenError... on bad bytes
+        raise UsageError(f"not a readable .npy file ({type(error).__name__}: {' '.join(str(error).split())})",
+                         file=path, where=what) from None
     if not isinstance(array, np.ndarray):
         raise UsageError("expected a single array (.npy), got an archive; use --inputs for .npz", file=path,
                          where=what)
@@ -41,8 +42,11 @@ def _load_archive(path: str) -> dict[str, np.ndarray]:
             return {name: archive[name] for name in archive.files}
     except FileNotFoundError:
         raise UsageError("no such file", file=path) from None
-    except (OSError, ValueError, EOFError) as error:
-        raise UsageError(f"not a readable .npz archive ({error})", file=path) from None
+    except PoolirError:
+        raise
+    except Exception as error:  # zipfile and numpy's header parser raise many types on bad bytes
+        raise UsageError(f"not a readable .npz archive ({type(error).__name__}: {' '.join(str(error).split())})",
+                         file=path) from None
 
 
 def _parse_input_option(text: str) -> tuple[str, str]:
