@@ -432,7 +432,8 @@ def _max_pool(context: _Context, layer: Layer) -> None:
             raise ConversionError(f"MaxPool axis={layer.attrs['axis']} with dynamic dims from that axis on: the "
                                   "index rewrite needs their product")
         if context.opset < 10:
-            raise ConversionError(f"MaxPool axis={layer.attrs['axis']} needs Mod, from opset 10")
+            raise ConversionError(f"MaxPool axis={layer.attrs['axis']} needs Mod, from opset 10 "
+                                  f"(requested opset {context.opset})")
         modulus = context.int64s(math.prod(dim.min for dim in trailing), f"{layer.name}/index_modulus")
         target = final if index_type == "i64" else context.fresh(f"{layer.name}/indices_i64")
         context.node_into("Mod", [indices, modulus], [target], layer.name, fmod=0)
@@ -449,7 +450,7 @@ def _avg_pool(context: _Context, layer: Layer) -> None:
     attrs = _pool_attributes(context, layer, geometry, "AveragePool", dilation_since=19)
     if geometry.count_include_pad:
         if context.opset < 7:
-            raise ConversionError("count_include_pad needs AveragePool-7")
+            raise ConversionError(f"count_include_pad needs AveragePool-7 (requested opset {context.opset})")
         attrs["count_include_pad"] = 1
     source = _pre_pad(context, context.input(layer, 0), geometry, info.element_type, layer.name)
     context.node_into("AveragePool", [source], [context.name_output(layer, 0)], layer.name, **attrs)
@@ -608,7 +609,7 @@ def _divide(context: _Context, layer: Layer) -> None:
         # OpenVINO floors an integer quotient, ONNX Div truncates: floor(a / b) = (a - mod(a, b)) / b with
         # Mod's fmod=0 taking the divisor's sign (Python's %), so the division is exact.
         if context.opset < 10:
-            raise ConversionError("integer floor division needs Mod, from opset 10")
+            raise ConversionError(f"integer floor division needs Mod, from opset 10 (requested opset {context.opset})")
         remainder = context.node("Mod", [a, b], f"{layer.name}/remainder", fmod=0)[0]
         exact = context.node("Sub", [a, remainder], f"{layer.name}/multiple")[0]
         context.node_into("Div", [exact, b], [output], layer.name)
@@ -621,7 +622,7 @@ def _floor_mod(context: _Context, layer: Layer) -> None:
     output = context.name_output(layer, 0)
     if _is_integer(context.input_info(layer, 0).element_type):
         if context.opset < 10:
-            raise ConversionError("FloorMod needs Mod, from opset 10")
+            raise ConversionError(f"FloorMod needs Mod, from opset 10 (requested opset {context.opset})")
         context.node_into("Mod", [a, b], [output], layer.name, fmod=0)  # the divisor's sign, like FloorMod
         return
     quotient = context.node("Div", [a, b], f"{layer.name}/quotient")[0]
@@ -657,7 +658,7 @@ def _reshape(context: _Context, layer: Layer) -> None:
         # OpenVINO special_zero=false takes a 0 literally; ONNX needs allowzero=1 for that.
         if context.opset < 14:
             raise ConversionError("Reshape with special_zero=false and a 0 (or unknown) target dim needs allowzero, "
-                                  "from opset 14")
+                                  f"from opset 14 (requested opset {context.opset})")
         extra["allowzero"] = 1
     context.node_into("Reshape", [context.input(layer, 0), shape], [output], layer.name, **extra)
 
@@ -736,7 +737,7 @@ def _pad(context: _Context, layer: Layer) -> None:
         if value is None:
             raise ConversionError("the pad value is not constant")
     if context.opset < 11 and min(begin + end) < 0:
-        raise ConversionError("negative pads need ONNX Pad-11")
+        raise ConversionError(f"negative pads need ONNX Pad-11 (requested opset {context.opset})")
     _pad_node(context, context.input(layer, 0), begin + end, mode, value, layer.name, context.name_output(layer, 0))
 
 

@@ -1,0 +1,245 @@
+"""IR -> ONNX: the ONNX model, as the ONNX specs define it (run by onnxruntime), equals OpenVINO's result for the IR.
+
+Expected values: OpenVINO running the IR (for IR written by hand or by OpenVINO's own converter), and for
+round trips the spec-only oracle of test_onnx_to_ir_oracle.py. onnxruntime runs the converted ONNX except
+where it has no kernel (old op versions, LpPool float64, ...); then poolir's runtime runs it. (poolir writes
+explicit pads for static dims, so onnxruntime's SAME-with-dilations and VALID-with-ceil bugs never apply.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import ir
+import runtime
+from converter import ir_to_onnx, onnx_to_ir
+from ir.builder import GraphBuilder
+from ir.errors import ConversionError, UnsupportedError, UsageError
+from tests.converter.test_onnx_to_ir_oracle import (KNOWN_ONNXRUNTIME_BUGS, PoolCase, assert_outputs_match,
+                                                    pool_case_grid)
+from tests.peers import onnxruntime_run, openvino_convert_to_xml, openvino_run_xml
+
+GRID = pool_case_grid(200)
+
+
+def checked(model: onnx.ModelProto) -> onnx.ModelProto:
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def run_onnx(model: onnx.ModelProto, feeds: dict) -> tuple[dict, str]:
+    """(outputs, who ran them): onnxruntime, or poolir's runtime where onnxruntime lacks the kernel."""
+    try:
+        return onnxruntime_run(model, feeds), "onnxruntime"
+    except Exception as error:
+        if "NOT_IMPLEMENTED" not in str(error) and "InsertedPrecisionFreeCast" not in str(error):
+            raise
+    return runtime.run(model, feeds), "poolir runtime"
+
+
+def fnames(model: onnx.ModelProto) -> list[str]:
+    return [node.op_type for node in model.graph.node]
+
+
+# --- round trips: ONNX -> IR -> ONNX -------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", GRID, ids=lambda c: c.id)
+def test_round_trip_runs_like_the_source(case: PoolCase):
+    x = case.feed()
+    back = checked(ir_to_onnx(onnx_to_ir(case.model())))
+    got, who = run_onnx(back, {"x": x})
+    assert_outputs_match(got, case.expected(x), case.dtype, f"ONNX -> IR -> ONNX run by {who}")
+
+
+@pytest.mark.parametrize("case", GRID[::4], ids=lambda c: c.id)
+def test_round_trip_at_the_source_opset(case: PoolCase):
+    x = case.feed()
+    opset = max(case.opset, 7)
+    try:
+        back = checked(ir_to_onnx(onnx_to_ir(case.model()), opset=opset))
+    except ConversionError as error:  # e.g. the column-major index arithmetic needs Mod (opset 10)
+        assert f"opset {opset}" in str(error)
+        return
+    assert back.opset_import[0].version == opset
+    assert_outputs_match(runtime.run(back, {"x": x}), case.expected(x), case.dtype, "round trip at the source opset")
+
+
+def test_known_onnxruntime_bugs_are_real():
+    """The oracle, not onnxruntime, is the reference where these differ (see KNOWN_ONNXRUNTIME_BUGS)."""
+    same = PoolCase("MaxPool", 12, (1, 1, 7), {"kernel_shape": [3], "dilations": [2], "strides": [2],
+                                               "auto_pad": "SAME_UPPER"})
+    x = np.arange(1, 8, dtype=np.float32).reshape(1, 1, 7)
+    assert same.expected(x)["y"].ravel().tolist() == [3, 5, 7, 7]
+    assert onnxruntime_run(same.model(), {"x": x})["y"].ravel().tolist() != [3, 5, 7, 7], \
+        KNOWN_ONNXRUNTIME_BUGS["same_dilations"]
+    valid = PoolCase("MaxPool", 12, (1, 1, 3), {"kernel_shape": [2], "strides": [2], "auto_pad": "VALID", "ceil_mode": 1})
+    x = np.arange(1, 4, dtype=np.float32).reshape(1, 1, 3)
+    assert valid.expected(x)["y"].ravel().tolist() == [2]
+    assert onnxruntime_run(valid.model(), {"x": x})["y"].ravel().tolist() != [2], KNOWN_ONNXRUNTIME_BUGS["valid_ceil"]
+
+
+# --- IR written by OpenVINO's own converter --------------------------------------------------------------
+
+FRONTEND_CASES = GRID[::8] + [
+    # The cases OpenVINO's frontend converts wrongly: its IR still means what OpenVINO computes, and the
+    # ONNX written from it must reproduce exactly that.
+    PoolCase("MaxPool", 12, (1, 1, 4, 4), {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 1, 1], "ceil_mode": 1}),
+    PoolCase("AveragePool", 19, (1, 1, 6), {"kernel_shape": [3], "strides": [2], "pads": [1, 1], "ceil_mode": 1,
+                                            "count_include_pad": 1}),
+    PoolCase("LpPool", 18, (1, 2, 5), {"kernel_shape": [2], "strides": [2], "ceil_mode": 1, "p": 3}),
+    PoolCase("MaxPool", 12, (1, 1, 5, 5), {"kernel_shape": [2, 2], "strides": [2, 2], "storage_order": 1}, indices=True),
+    PoolCase("LpPool", 18, (1, 2, 6, 6), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "p": 2}),
+    PoolCase("GlobalLpPool", 2, (1, 3, 4, 4), {"p": 3}),
+]
+
+
+@pytest.mark.parametrize("case", FRONTEND_CASES, ids=lambda c: c.id)
+def test_openvino_written_ir_to_onnx_equals_openvino(case: PoolCase, tmp_path):
+    x = case.feed()
+    try:
+        xml = openvino_convert_to_xml(case.model(), tmp_path / "frontend.xml")
+    except Exception as error:
+        pytest.skip(f"OpenVINO's frontend refuses this model: {str(error).splitlines()[0][:120]}")
+    expected = openvino_run_xml(xml, {"x": x})
+    try:
+        back = checked(ir_to_onnx(ir.read_model(xml)))
+    except ConversionError as error:
+        # Refused only where OpenVINO computes a window of padding alone (the frontend's MaxPool ceil bug):
+        # OpenVINO's output holds the lowest float there, which no ONNX pooling node produces.
+        assert "no input element" in str(error)
+        assert any((v == np.finfo(np.float32).min).any() or np.isnan(v).any() for v in expected.values())
+        return
+    got, who = run_onnx(back, {"x": x})
+    names = [o.name for o in back.graph.output]
+    assert len(names) == len(expected)
+    for name, want in zip(names, expected.values()):
+        assert got[name].shape == want.shape, f"{who}: {name}"
+        np.testing.assert_allclose(got[name].astype(np.float64), want.astype(np.float64), rtol=2e-3 if
+                                   case.dtype == onnx.TensorProto.FLOAT16 else 1e-5, atol=1e-5, err_msg=who)
+
+
+def test_openvino_lp_decomposition_folds_into_one_lppool(tmp_path):
+    case = PoolCase("LpPool", 18, (1, 2, 6, 6), {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "p": 3})
+    back = checked(ir_to_onnx(ir.read_model(openvino_convert_to_xml(case.model(), tmp_path / "lp.xml"))))
+    assert fnames(back) == ["LpPool"]
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in back.graph.node[0].attribute}
+    assert attrs["p"] == 3 and attrs["kernel_shape"] == [3, 3] and attrs["pads"] == [1, 1, 1, 1]
+
+
+def test_lp_decomposition_with_ceil_overhang_and_no_pads_is_not_folded(tmp_path):
+    # OpenVINO's AvgPool (exclude-pad=false, no pads) divides the overhanging window by its real taps, so
+    # "* prod(k)" is not the Lp sum there: folding would change the numbers; the layers map one by one.
+    case = PoolCase("LpPool", 18, (1, 2, 5), {"kernel_shape": [2], "strides": [2], "ceil_mode": 1, "p": 3})
+    back = checked(ir_to_onnx(ir.read_model(openvino_convert_to_xml(case.model(), tmp_path / "lp.xml"))))
+    assert "LpPool" not in fnames(back) and "AveragePool" in fnames(back)
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
+def test_reduce_over_spatial_axes_becomes_the_global_pool(op, tmp_path):
+    case = PoolCase(op, 22, ("N", 3, 4, 5))
+    back = checked(ir_to_onnx(ir.read_model(openvino_convert_to_xml(case.model(), tmp_path / "g.xml"))))
+    assert fnames(back) == [op]
+    assert back.graph.input[0].type.tensor_type.shape.dim[0].dim_param  # the batch stays symbolic
+
+
+# --- IR written by hand: OpenVINO's meaning, rewritten or refused ----------------------------------------------
+
+def _pool_ir(layer_type: str, version: str, attrs: dict, shape, element_type="f32", outputs=(0,)) -> ir.Model:
+    builder = GraphBuilder("hand")
+    x = builder.parameter("x", element_type, shape)
+    refs = builder.add(layer_type, version, [x], attrs=attrs, name="pool")
+    for index in outputs:
+        builder.result(refs[index], name="y" if index == 0 else "indices")
+    return builder.build()
+
+
+def _compare_with_openvino(model: ir.Model, x: np.ndarray, tmp_path, opset: int = 22) -> onnx.ModelProto:
+    path = tmp_path / "hand.xml"
+    ir.write_model(model, path)
+    expected = openvino_run_xml(path, {"x": x})
+    back = checked(ir_to_onnx(model, opset=opset))
+    got, who = run_onnx(back, {"x": x})
+    for name, want in expected.items():
+        assert got[name].shape == want.shape, f"{who}: {name}"
+        np.testing.assert_allclose(got[name], want, rtol=1e-6, err_msg=f"{who}: {name}")
+    return back
+
+
+def test_avgpool_include_pad_ceil_overhang_becomes_pad_plus_averagepool(tmp_path):
+    # L=6, k=3, s=2, pads (1,1), ceil: OpenVINO divides the last window [x5, pad, past] by 3.
+    model = _pool_ir("AvgPool", "opset1", {"kernel": (3,), "strides": (2,), "pads_begin": (1,), "pads_end": (1,),
+                                           "exclude-pad": False, "rounding_type": "ceil"}, (1, 1, 6))
+    x = np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6) * 10
+    back = _compare_with_openvino(model, x, tmp_path)
+    assert fnames(back) == ["Pad", "AveragePool"]
+
+
+def test_avgpool_no_pads_exclude_false_ceil_divides_by_real_taps(tmp_path):
+    model = _pool_ir("AvgPool", "opset1", {"kernel": (3,), "strides": (2,), "pads_begin": (0,), "pads_end": (0,),
+                                           "exclude-pad": False, "rounding_type": "ceil"}, (1, 1, 6))
+    back = _compare_with_openvino(model, np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6), tmp_path)
+    assert fnames(back) == ["AveragePool"]
+
+
+@pytest.mark.parametrize("axis, index_type", [(0, "i32"), (1, "i64"), (2, "i32"), (-1, "i64")])
+def test_maxpool_indices_axis_and_type(axis, index_type, tmp_path):
+    model = _pool_ir("MaxPool", "opset8", {"kernel": (2, 2), "strides": (2, 2), "pads_begin": (0, 0),
+                                           "pads_end": (1, 1), "axis": axis, "index_element_type": index_type},
+                     (2, 3, 5, 5), outputs=(0, 1))
+    x = np.random.default_rng(1).permutation(150).reshape(2, 3, 5, 5).astype(np.float32)
+    _compare_with_openvino(model, x, tmp_path)
+
+
+def test_maxpool_ceil_window_starting_in_padding_is_refused():
+    # L=4, k=2, s=2, pads (0,1), ceil: OpenVINO keeps a third window made of padding only (value -3.4e38).
+    model = _pool_ir("MaxPool", "opset1", {"kernel": (2,), "strides": (2,), "pads_begin": (0,), "pads_end": (1,),
+                                           "rounding_type": "ceil"}, (1, 1, 4))
+    with pytest.raises(ConversionError, match="layer 'pool'.*no input element"):
+        ir_to_onnx(model)
+
+
+def test_ceil_torch_maps_to_ceil_mode(tmp_path):
+    model = _pool_ir("MaxPool", "opset14", {"kernel": (3,), "strides": (2,), "pads_begin": (1,), "pads_end": (1,),
+                                            "rounding_type": "ceil_torch"}, (1, 1, 6))
+    back = _compare_with_openvino(model, np.arange(6, dtype=np.float32).reshape(1, 1, 6), tmp_path)
+    assert fnames(back) == ["MaxPool"]
+
+
+def test_requested_opset_that_cannot_express_the_layer_is_refused():
+    dilated = _pool_ir("AvgPool", "opset16", {"kernel": (2,), "strides": (1,), "pads_begin": (0,), "pads_end": (0,),
+                                              "exclude-pad": True, "dilations": (2,)}, (1, 1, 6))
+    with pytest.raises(ConversionError, match="dilations.*from opset 19"):
+        ir_to_onnx(dilated, opset=18)
+    assert ir_to_onnx(dilated, opset=19).opset_import[0].version == 19
+    ceil = _pool_ir("MaxPool", "opset1", {"kernel": (2,), "strides": (2,), "pads_begin": (0,), "pads_end": (0,),
+                                          "rounding_type": "ceil"}, (1, 1, -1))
+    with pytest.raises(ConversionError, match="opset 10"):
+        ir_to_onnx(ceil, opset=9)
+    with pytest.raises(UsageError, match="opset 23"):
+        ir_to_onnx(ceil, opset=23)
+
+
+def test_int8_maxpool_needs_opset_12(tmp_path):
+    model = _pool_ir("MaxPool", "opset1", {"kernel": (2,), "strides": (2,), "pads_begin": (0,), "pads_end": (0,)},
+                     (1, 1, 4), element_type="i8")
+    with pytest.raises(ConversionError, match="from opset 12"):
+        ir_to_onnx(model, opset=11)
+    _compare_with_openvino(model, np.array([[[-5, 3, 7, -128]]], dtype=np.int8), tmp_path, opset=12)
+
+
+def test_dynamic_length_ceil_that_may_keep_a_padding_window_is_refused():
+    model = _pool_ir("AvgPool", "opset1", {"kernel": (2,), "strides": (2,), "pads_begin": (0,), "pads_end": (1,),
+                                           "exclude-pad": True, "rounding_type": "ceil"}, (1, 1, -1))
+    with pytest.raises(ConversionError, match="dynamic spatial dims"):
+        ir_to_onnx(model)
+
+
+def test_unsupported_layer_names_the_layer():
+    builder = GraphBuilder("shapes")
+    x = builder.parameter("x", "f32", (1, 2, 4))
+    (shape,) = builder.add("ShapeOf", "opset3", [x], name="shape")
+    builder.result(shape, name="s")
+    with pytest.raises(UnsupportedError, match="layer 'shape'.*ShapeOf"):
+        ir_to_onnx(builder.build())
