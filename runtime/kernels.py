@@ -18,7 +18,7 @@ How it is computed (see shared/PERFORMANCE.md for the measurements behind each c
 * A 1-D pass never pads: for every tap j the outputs that read real input form one range
   [out_lo_j, out_hi_j), found by clipping. The interior, where every tap is real, is reduced with one
   ufunc call per tap over the whole interior (the first two taps in one call); the few edge outputs
-  are started from the reduction's identity and receive only their real taps.
+  are computed one position at a time from their real taps only.
 * Large average kernels become a banded 0/1 matrix product per axis (BLAS), global average a matvec.
 * Argmax indices: max first, then an equality search over the N-D taps, keeping the first matching
   tap in row-major scan order with arithmetic (no masked assignment); the tap number is turned into a
@@ -100,7 +100,7 @@ def max_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, indices: IndexLayo
     fill = lowest_value(x.dtype) if empty_value is None else x.dtype.type(empty_value)
     y = x
     for axis, plan in _outer_first(x.ndim, plans):
-        y = _reduce_axis(y, axis, plan, np.maximum, _max_identity(x.dtype), empty_fill=fill)
+        y = _reduce_axis(y, axis, plan, np.maximum, empty_fill=fill)
     if y is x:
         y = x.copy()
     if indices is None:
@@ -194,6 +194,7 @@ class _AxisPlan:
     taps: tuple[_Tap, ...]           # only taps that read real input for at least one output
     interior: tuple[int, int]        # outputs where every one of the kernel's taps is real (may be empty)
     empty: np.ndarray                # output positions with no real tap at all
+    edges: tuple[tuple[int, tuple[int, ...]], ...]   # (output outside the interior, its real input rows)
 
     def input_slice(self, tap: _Tap, lo: int, hi: int) -> slice:
         """Input positions read by `tap` for outputs [lo, hi) (a subrange of [tap.out_lo, tap.out_hi))."""
@@ -223,7 +224,11 @@ def _axis_plan(window: AxisWindow) -> _AxisPlan:
     interior_hi = min(hi for _, hi in ranges)
     interior = (interior_lo, interior_hi) if interior_lo < interior_hi else (0, 0)
     empty = np.flatnonzero(window.real_taps() == 0)
-    return _AxisPlan(window, tuple(taps), interior, empty)
+    starts = window.starts()
+    edges = tuple(
+        (o, tuple(int(i) for i in starts[o] + np.arange(window.kernel) * window.dilation if 0 <= i < window.length))
+        for o in range(window.output) if not interior[0] <= o < interior[1])
+    return _AxisPlan(window, tuple(taps), interior, empty, edges)
 
 
 def _plans(windows: Sequence[AxisWindow]) -> tuple[_AxisPlan, ...]:
@@ -240,38 +245,60 @@ def _outer_first(ndim: int, plans: Sequence[_AxisPlan]):
     return [(first + k, plan) for k, plan in enumerate(plans) if not plan.is_identity]
 
 
-def _reduce_axis(x: np.ndarray, axis: int, plan: _AxisPlan, ufunc: np.ufunc, identity,
-                 empty_fill=None) -> np.ndarray:
-    """One 1-D pass of `ufunc` (np.maximum or np.add) over the real taps along `axis` of contiguous x."""
+def _reduce_axis(x: np.ndarray, axis: int, plan: _AxisPlan, ufunc: np.ufunc, empty_fill) -> np.ndarray:
+    """One 1-D pass of `ufunc` (np.maximum or np.add) over the real taps along `axis` of contiguous x.
+
+    Outputs without a real tap get `empty_fill`. For max that is the caller's empty value: a later pass
+    over another axis only combines outputs of the same position on this axis, so it stays exact.
+
+    View x as (before, length, after). The interior outputs (every tap real) get one ufunc call per tap;
+    when output * stride == length the rows of consecutive `before` blocks line up (output q = b * n_out + o
+    reads input row q * stride + tap offset), so the interior of *all* blocks is one long call per tap over
+    the (before * length, after) view, and the outputs that straddle two blocks are edge outputs, which are
+    recomputed exactly afterwards. Long calls are what makes numpy fast (shared/PERFORMANCE.md).
+    """
     shape = x.shape
     before, length, after = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
-    n_out = plan.window.output
+    window = plan.window
+    n_out, stride = window.output, window.stride
+    out = np.empty(shape[:axis] + (n_out,) + shape[axis + 1:], dtype=x.dtype)
     x3 = x.reshape(before, length, after)
-    out3 = np.empty((before, n_out, after), dtype=x.dtype)
+    out3 = out.reshape(before, n_out, after)
 
     lo, hi = plan.interior
-    if lo < hi:
-        region = out3[:, lo:hi]
-        taps = plan.taps   # every tap is real on the interior
-        first = x3[:, plan.input_slice(taps[0], lo, hi)]
-        if len(taps) == 1:
-            np.copyto(region, first)
+    has_interior = lo < hi
+    if has_interior and n_out * stride == length and before > 1:
+        x2 = x.reshape(before * length, after)
+        out2 = out.reshape(before * n_out, after)
+        offsets = [j * window.dilation - window.pad_begin for j in range(window.kernel)]
+        rows = before * length
+        q_lo = max(max(0, -(c // stride)) for c in offsets)
+        q_hi = min(min(before * n_out, (rows - 1 - c) // stride + 1) for c in offsets)
+        views = [x2[q_lo * stride + c: (q_hi - 1) * stride + c + 1: stride] for c in offsets]
+        _fold(ufunc, views, out2[q_lo:q_hi])
+        # Everything outside [lo, hi) in each block, including rows before q_lo and after q_hi, is redone.
+    elif has_interior:
+        views = [x3[:, plan.input_slice(tap, lo, hi)] for tap in plan.taps]
+        _fold(ufunc, views, out3[:, lo:hi])
+    # Edge outputs, one position at a time: their number is bounded by (pad + effective kernel) / stride,
+    # not by the data, and each call still covers every `before` and `after` element.
+    for position, real_rows in plan.edges:
+        target = out3[:, position]
+        if real_rows:
+            _fold(ufunc, [x3[:, row] for row in real_rows], target)
         else:
-            ufunc(first, x3[:, plan.input_slice(taps[1], lo, hi)], out=region)
-            for tap in taps[2:]:
-                ufunc(region, x3[:, plan.input_slice(tap, lo, hi)], out=region)
-    for seg_lo, seg_hi in ((0, lo), (hi, n_out)) if lo < hi else ((0, n_out),):
-        if seg_lo >= seg_hi:
-            continue
-        out3[:, seg_lo:seg_hi] = identity
-        for tap in plan.taps:
-            a, b = max(seg_lo, tap.out_lo), min(seg_hi, tap.out_hi)
-            if a < b:
-                region = out3[:, a:b]
-                ufunc(region, x3[:, plan.input_slice(tap, a, b)], out=region)
-    if empty_fill is not None and plan.empty.size:
-        out3[:, plan.empty] = empty_fill
-    return out3.reshape(shape[:axis] + (n_out,) + shape[axis + 1:])
+            target[...] = empty_fill
+    return out
+
+
+def _fold(ufunc: np.ufunc, views: Sequence[np.ndarray], out: np.ndarray) -> None:
+    """out = ufunc over views, the first two in one call, then in place."""
+    if len(views) == 1:
+        np.copyto(out, views[0])
+        return
+    ufunc(views[0], views[1], out=out)
+    for view in views[2:]:
+        ufunc(out, view, out=out)
 
 
 @functools.lru_cache(maxsize=256)
@@ -434,11 +461,6 @@ def _check_max_dtype(dtype: np.dtype) -> None:
     if not (_is_float(dtype) or dtype.kind in "iu"):
         raise UnsupportedError(f"max pooling of element type {dtype} is not supported "
                                "(floating types and integers are)")
-
-
-def _max_identity(dtype: np.dtype):
-    """The identity of max: -inf for floats (so a real -inf survives), iinfo.min for integers."""
-    return dtype.type(-np.inf) if _is_float(dtype) else lowest_value(dtype)
 
 
 def _accumulator_dtype(dtype: np.dtype, what: str) -> np.dtype:
