@@ -69,7 +69,11 @@ def ir_to_onnx(model: Model, opset: int = 22) -> onnx.ModelProto:
             convert(context, layer)
         except PoolirError as error:
             raise error.located(file=model.source, where=layer_label(layer.name, layer.id, layer.type)) from None
-    graph = helper.make_graph(context.nodes, model.name or "model", context.graph_inputs, context.graph_outputs,
+    # Inputs and outputs in the order of the model's Parameter and Result layers, as the IR lists them.
+    position = {layer.id: index for index, layer in enumerate(model.layers)}
+    inputs = [info for _, info in sorted(context.graph_inputs, key=lambda item: position[item[0]])]
+    outputs = [info for _, info in sorted(context.graph_outputs, key=lambda item: position[item[0]])]
+    graph = helper.make_graph(context.nodes, model.name or "model", inputs, outputs,
                               initializer=context.initializers)
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                                    ir_version=ONNX_IR_VERSION, producer_name="poolir")
@@ -87,8 +91,8 @@ class _Context:
     opset: int
     nodes: list = field(default_factory=list)
     initializers: list = field(default_factory=list)
-    graph_inputs: list = field(default_factory=list)
-    graph_outputs: list = field(default_factory=list)
+    graph_inputs: list = field(default_factory=list)  # (Parameter layer id, ValueInfoProto)
+    graph_outputs: list = field(default_factory=list)  # (Result layer id, ValueInfoProto)
     tensors: dict[tuple[int, int], str] = field(default_factory=dict)  # IR output port -> ONNX tensor
     used: set[str] = field(default_factory=set)  # ONNX names taken
     reserved: set[str] = field(default_factory=set)  # IR tensor names, kept for their own tensors
@@ -209,7 +213,7 @@ def _value_info(name: str, info: TensorInfo, dim_prefix: str | None = None):
 def _parameter(context: _Context, layer: Layer) -> None:
     name = context.claim(_port_name(layer.outputs[0]) or layer.name)
     context.tensors[(layer.id, layer.outputs[0].id)] = name
-    context.graph_inputs.append(_value_info(name, context.output_info(layer, 0), dim_prefix=name))
+    context.graph_inputs.append((layer.id, _value_info(name, context.output_info(layer, 0), dim_prefix=name)))
 
 
 def _const(context: _Context, layer: Layer) -> None:
@@ -223,14 +227,14 @@ def _result(context: _Context, layer: Layer) -> None:
     source_port = context.by_id[producer[0]].port(producer[1])
     wanted = _port_name(source_port) or layer.name
     tensor = context.tensors[producer]
-    outputs = {output.name for output in context.graph_outputs}
+    outputs = {output.name for _, output in context.graph_outputs}
     if wanted == tensor and wanted not in outputs:
         name = tensor
     else:
         # Another name than the tensor's (a Result named apart, or a second Result of one tensor).
         name = context.claim(wanted if wanted not in outputs else layer.name)
         context.node_into("Identity", [tensor], [name], layer.name)
-    context.graph_outputs.append(_value_info(name, context.input_info(layer, 0)))
+    context.graph_outputs.append((layer.id, _value_info(name, context.input_info(layer, 0))))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -317,8 +321,12 @@ def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_
             # window lies inside, then every ONNX divisor is prod(k) too.
             reach = tuple((w.output - 1) * w.stride + w.effective_kernel - w.length - w.pad_begin for w in windows)
             return _OnnxWindows(begins, ends, 0, pre_pad_end=reach)
-        # No window leaves the padded input, so floor gives OpenVINO's count and ONNX counts prod(k).
-        return _OnnxWindows(begins, ends, 0, count_include_pad=1)
+        # No window leaves the padded input, so ONNX counts prod(k) too; floor gives OpenVINO's count once
+        # pads_end is trimmed to what the windows reach (a pad_end >= the kernel lets floor keep a window wholly
+        # in the right padding that ceil_torch drops: L=1, k=1, pads (0, 1), ceil_torch -> 1 window, floor 2).
+        reach = tuple(max(0, (w.output - 1) * w.stride + w.effective_kernel - w.length - w.pad_begin)
+                      for w in windows)
+        return _OnnxWindows(begins, reach, 0, count_include_pad=1)
     # The padding is inert from here on (include-pad layers with pads returned above; without pads
     # OpenVINO's exclude-pad=false divides by the real taps, like count_include_pad=0).
     floors = [output_length(w.length, w.kernel, w.stride, w.dilation, w.pad_begin, w.pad_end, "floor")

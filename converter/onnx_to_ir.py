@@ -157,10 +157,20 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
         for name, value in zip(node.output, outputs):
             if name:
                 values[name] = value
+    parameter_refs = {values[i.name].ref for i in graph.input if i.name not in initializers}
+    named_refs: set = set()
     for graph_output in graph.output:
         if graph_output.name not in values:
             raise InvalidModelError(f"graph output '{graph_output.name}' is produced by no node")
-        builder.result(values[graph_output.name].ref, name=graph_output.name)
+        value = values[graph_output.name]
+        ref = value.ref
+        if ref in parameter_refs or ref in named_refs:
+            # One IR port has one tensor name: an output that is a graph input (through Identity) or a second
+            # name of one tensor gets its own port, from a Convert to the same type (a copy).
+            ref = builder.add("Convert", "opset1", [ref], attrs={"destination_type": value.element_type},
+                              name=f"{graph_output.name}/copy")[0]
+        named_refs.add(ref)
+        builder.result(ref, name=graph_output.name)
     return builder.build(version=ir_version)
 
 

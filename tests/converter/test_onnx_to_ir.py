@@ -17,6 +17,7 @@ from onnx import helper
 
 import ir
 import runtime
+import converter
 from converter import onnx_to_ir
 from ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
 from tests.converter.test_onnx_to_ir_oracle import PoolCase, assert_outputs_match, pool_case_grid
@@ -302,3 +303,17 @@ def test_openvino_frontend_comparison_counts(tmp_path, capsys):
         for name in frontend_wrong:
             print(f"  {name}")
     assert poolir_right == total
+
+
+def test_outputs_that_are_inputs_or_repeat_a_tensor_keep_their_names_and_order(tmp_path):
+    nodes = [helper.make_node("Identity", ["x"], ["same"]), helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2]),
+             helper.make_node("Identity", ["p"], ["p2"])]
+    outputs = [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, [1, 1, d]) for n, d in (("same", 4), ("p", 3),
+                                                                                               ("p2", 3))]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 4])], outputs)
+    model = onnx_to_ir(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10))
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 4)
+    got = run_in_openvino(model, {"x": x}, tmp_path)
+    np.testing.assert_array_equal(got["same"], x)
+    np.testing.assert_array_equal(got["p"], got["p2"])
+    assert [o.name for o in converter.ir_to_onnx(model).graph.output] == ["same", "p", "p2"]

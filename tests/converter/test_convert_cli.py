@@ -1,0 +1,117 @@
+"""`poolir convert`: both directions through the command line, exit codes, messages, atomic outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import helper
+
+import ir
+from converter.cli import main
+from tests.peers import onnxruntime_run, openvino_run_xml
+
+
+def _save_pool(path, op="MaxPool", attrs=None, shape=("N", 2, 5, 5), opset=13, outputs=("y",)) -> None:
+    attrs = attrs or {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 0, 1, 1], "ceil_mode": 1}
+    node = helper.make_node(op, ["x"], list(outputs), name="pool", **attrs)
+    infos = [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT if o == "y" else onnx.TensorProto.INT64,
+                                           [None] * len(shape)) for o in outputs]
+    graph = helper.make_graph([node], "net", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(shape))],
+                              infos)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10), path)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, ["convert", *map(str, args)])
+
+
+def test_onnx_to_ir_to_onnx(tmp_path):
+    source, xml, back = tmp_path / "m.onnx", tmp_path / "m.xml", tmp_path / "back.onnx"
+    _save_pool(source, outputs=("y", "indices"))
+    result = invoke(source, "-o", xml)
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "m.bin").exists()  # no Const data, no .bin
+    x = np.random.default_rng(3).permutation(150).reshape(3, 2, 5, 5).astype(np.float32)
+    expected = onnxruntime_run(onnx.load(source), {"x": x})
+    got = openvino_run_xml(xml, {"x": x})
+    for name in ("y", "indices"):
+        np.testing.assert_array_equal(got[name], expected[name])
+    result = invoke(xml, "-o", back, "--opset", 12)
+    assert result.exit_code == 0, result.output
+    converted = onnx.load(back)
+    assert converted.opset_import[0].version == 12
+    for name, value in onnxruntime_run(converted, {"x": x}).items():
+        np.testing.assert_array_equal(value, expected[name])
+
+
+def test_bin_written_when_the_ir_has_constants_and_ir_version_10(tmp_path):
+    source, xml = tmp_path / "lp.onnx", tmp_path / "lp.xml"
+    _save_pool(source, "LpPool", {"kernel_shape": [2, 2], "p": 3}, shape=(1, 2, 4, 4), opset=18)
+    result = invoke(source, "-o", xml, "--ir-version", "10")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "lp.bin").exists()
+    assert ir.read_model(xml).version == 10
+
+
+def test_input_shape_fixes_a_dynamic_length(tmp_path):
+    source, xml = tmp_path / "avg.onnx", tmp_path / "avg.xml"
+    _save_pool(source, "AveragePool", {"kernel_shape": [3], "strides": [2], "pads": [1, 1], "ceil_mode": 1,
+                                       "count_include_pad": 1}, shape=(1, 1, "L"))
+    refused = invoke(source, "-o", xml)
+    assert refused.exit_code == 2
+    assert "avg.onnx: node 'pool' (AveragePool):" in refused.output and "--input-shape" in refused.output
+    assert not xml.exists()
+    result = invoke(source, "-o", xml, "--input-shape", "x=1,1,6")
+    assert result.exit_code == 0, result.output
+    got = openvino_run_xml(xml, {"x": np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)})
+    np.testing.assert_allclose(got["y"].ravel(), [1.0, 3.0, 5.0, 3.0])
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--opset", "12"), "--opset applies to IR -> ONNX"),
+    (("--input-shape", "x=1,2,a"), "is not a positive integer"),
+    (("--input-shape", "1,2"), "expected NAME=D1,D2"),
+    (("--input-shape", "z=1,2,5,5"), "no input called"),
+])
+def test_usage_errors_exit_2_with_one_line(tmp_path, args, message):
+    source = tmp_path / "m.onnx"
+    _save_pool(source)
+    result = invoke(source, "-o", tmp_path / "m.xml", *args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "m.xml").exists()
+
+
+def test_bad_inputs_exit_2(tmp_path):
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x00not a model")
+    assert invoke(garbage, "-o", tmp_path / "g.xml").exit_code == 2
+    source = tmp_path / "m.onnx"
+    _save_pool(source)
+    wrong_pair = invoke(source, "-o", tmp_path / "m.onnx2")
+    assert wrong_pair.exit_code == 2 and "expected .onnx -> .xml or .xml -> .onnx" in wrong_pair.output
+    assert invoke(source, "-o", source).exit_code == 2
+    unsupported = tmp_path / "relu.onnx"
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10), unsupported)
+    result = invoke(unsupported, "-o", tmp_path / "relu.xml")
+    assert result.exit_code == 2 and "unsupported operators: Relu (ai.onnx, opset 13)" in result.output
+
+
+def test_refused_ir_leaves_no_output(tmp_path):
+    xml = tmp_path / "hand.xml"
+    builder = ir.GraphBuilder("hand")
+    x = builder.parameter("x", "f32", (1, 1, 4))
+    (y,) = builder.add("MaxPool", "opset1", [x], attrs={"kernel": (2,), "strides": (2,), "pads_begin": (0,),
+                                                        "pads_end": (1,), "rounding_type": "ceil"}, name="pool")
+    builder.result(y, name="y")
+    ir.write_model(builder.build(), xml)
+    result = invoke(xml, "-o", tmp_path / "hand.onnx")
+    assert result.exit_code == 2
+    assert "hand.xml: layer 'pool' (id 1, MaxPool):" in result.output
+    assert not (tmp_path / "hand.onnx").exists()
