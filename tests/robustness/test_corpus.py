@@ -12,6 +12,7 @@ import pytest
 
 import ir
 import runtime
+from converter.ir_to_onnx import ir_to_onnx
 from converter.onnx_to_ir import onnx_to_ir
 from ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError
 from tests.robustness.cli_check import all_commands
@@ -78,7 +79,8 @@ EXPECTED: dict[str, tuple[type[PoolirError], str]] = {
     "onnx_int32_averagepool.onnx": (InvalidModelError, "input type int32 is not allowed for AveragePool"),
 }
 # Valid models kept because a converter bug was found on them (see test_converter_regressions).
-VALID = {"avgpool_include_pad_ceil_pad_end_ge_kernel.onnx", "maxpool_floor_window_in_padding.onnx"}
+VALID = {"avgpool_include_pad_ceil_pad_end_ge_kernel.onnx", "maxpool_floor_window_in_padding.onnx",
+         "avgpool_include_pad_ceil_torch_pad_end_ge_kernel.xml"}
 
 
 def _models() -> list[str]:
@@ -110,7 +112,7 @@ def test_corpus_file_through_every_command(tmp_path, name):
     all_commands(CORPUS / name, tmp_path)
 
 
-def test_converter_regressions():
+def test_converter_regressions(tmp_path):
     # AveragePool count_include_pad=1, ceil_mode=1, L=1, k=1, pads (0, 1): ONNX has one window (the second
     # would start in the right padding); the converter wrote a floor AvgPool with two.
     model = onnx.load(CORPUS / "avgpool_include_pad_ceil_pad_end_ge_kernel.onnx")
@@ -120,3 +122,10 @@ def test_converter_regressions():
     # MaxPool kernel 1, pads (0, 1), floor: the second window is all padding (ONNX -inf, OpenVINO -3.4e38).
     with pytest.raises(ConversionError, match="node 'pool' \\(MaxPool\\): a window holds no input element"):
         onnx_to_ir(onnx.load(CORPUS / "maxpool_floor_window_in_padding.onnx"))
+    # The mirror case, IR -> ONNX: AvgPool-14 exclude-pad=false, ceil_torch, L=1, k=1, pads (0, 1) has one window
+    # (OpenVINO drops the one starting in the padding); the converter wrote an ONNX floor AveragePool with two.
+    source = CORPUS / "avgpool_include_pad_ceil_torch_pad_end_ge_kernel.xml"
+    converted = ir_to_onnx(ir.read_model(source))
+    onnx.checker.check_model(converted, full_check=True)
+    (y,) = runtime.run(converted, {"x": x}).values()
+    np.testing.assert_array_equal(y, x)  # hand-worked: the one window holds the element; divisor prod(k) = 1

@@ -243,3 +243,49 @@ def lying_consts(draw):
 def test_lying_const_offsets_and_sizes_are_refused_or_work(case, seed):
     xml, weights = case
     exercise_ir(xml, weights, seed=seed)
+
+
+@st.composite
+def plausible_ir_pools(draw):
+    """One AvgPool or MaxPool layer of any version with small, mostly valid geometry (pads up to 4 past the
+    kernel, every rounding and auto_pad, dilations, tiny inputs): the edge cases of OpenVINO's rules."""
+    spatial = draw(st.integers(1, 3))
+    small = lambda low, high: ", ".join(str(draw(st.integers(low, high))) for _ in range(spatial))  # noqa: E731
+    dims = [draw(st.integers(1, 2)), draw(st.integers(1, 3))] + [draw(st.integers(1, 7)) for _ in range(spatial)]
+    layer_type = draw(st.sampled_from(("AvgPool", "MaxPool")))
+    opset = draw(st.sampled_from((1, 14, 16) if layer_type == "AvgPool" else (1, 8, 14)))
+    element_type = draw(st.sampled_from(("f32", "f16", "f64") + (("i8", "u8", "i32") if layer_type == "MaxPool" else ())))
+    rounding = draw(st.sampled_from(("floor", "ceil") + (("ceil_torch",) if opset >= 14 else ())))
+    data = {"kernel": small(1, 4), "strides": small(1, 3), "pads_begin": small(0, 4), "pads_end": small(0, 4),
+            "rounding_type": rounding, "auto_pad": draw(st.sampled_from(("explicit", "explicit", "same_upper",
+                                                                          "same_lower", "valid")))}
+    outputs = 1
+    if layer_type == "AvgPool":
+        data["exclude-pad"] = draw(st.sampled_from(("true", "false")))
+        if opset >= 16:
+            data["dilations"] = small(1, 3)
+    elif opset >= 8:
+        data["dilations"] = small(1, 3)
+        data["index_element_type"] = draw(st.sampled_from(("i32", "i64")))
+        data["axis"] = str(draw(st.integers(-len(dims), len(dims) - 1)))
+        outputs = 2
+    shape = ",".join(map(str, dims))
+    attributes = " ".join(f'{key}="{value}"' for key, value in data.items())
+    results = "".join(f'<layer id="{2 + i}" name="out{i}" type="Result" version="opset1"><input><port id="0"/></input>'
+                      "</layer>" for i in range(outputs))
+    edges = "".join(f'<edge from-layer="1" from-port="{1 + i}" to-layer="{2 + i}" to-port="0"/>' for i in range(outputs))
+    xml = (f'<net name="p" version="11"><layers>'
+           f'<layer id="0" name="x" type="Parameter" version="opset1"><data shape="{shape}" element_type="{element_type}"/>'
+           f'<output><port id="0" names="x"/></output></layer>'
+           f'<layer id="1" name="pool" type="{layer_type}" version="opset{opset}"><data {attributes}/>'
+           f'<input><port id="0"/></input><output>'
+           + "".join(f'<port id="{1 + i}" names="out{i}"/>' for i in range(outputs)) +
+           f'</output></layer>{results}</layers><edges><edge from-layer="0" from-port="0" to-layer="1" to-port="0"/>'
+           f'{edges}</edges></net>')
+    return xml.encode()
+
+
+@fuzz(300)
+@given(plausible_ir_pools(), st.integers(0, 2**16), st.booleans())
+def test_edge_of_range_ir_pooling_runs_and_converts_exactly(xml, seed, specials):
+    exercise_ir(xml, None, seed=seed, specials=specials)
