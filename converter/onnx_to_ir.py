@@ -20,7 +20,9 @@ OpenVINO's pooling semantics (CPU plugin, OpenVINO 2026.4), measured by building
    still k). When all pads are zero it divides by the real taps (L=6, k=3, s=2, no pads, ceil: last
    window [50, 60, past] -> 55). ONNX count_include_pad=1 divides by the taps inside [-pb, L + pe).
    The two agree whenever no window reaches past L + pe; otherwise poolir pads explicitly (a zero Pad
-   layer) and pools with exclude-pad=true, whose real taps are then exactly ONNX's padded taps.
+   layer) and pools with exclude-pad=true, whose real taps are then exactly ONNX's padded taps. Such an
+   AvgPool keeps a non-zero pad of its own: OpenVINO fuses Pad + AvgPool(exclude-pad=true, no pads) into
+   AvgPool(exclude-pad=false, the Pad's pads), which divides by prod(k) again.
 5. auto_pad same_upper / same_lower resolve pads like ONNX SAME, dilations included; rounding_type then
    still applies (ir/infer.py rule 2: L=8, k=1, s=3 gives 4 windows with ceil), so poolir pairs auto_pad
    with floor, which gives ceil(L/s). valid applies rounding_type too (ceil keeps an overhang), unlike ONNX
