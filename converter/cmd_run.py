@@ -67,6 +67,8 @@ def random_input(spec, seed: int, position: int, source: str | None = None) -> n
     """A random feed for a fully static input (see the module docstring for the distributions).
 
     `source` (the model file) is named in the error when the input does not fit in memory."""
+    if seed < 0:  # numpy's seeds are non-negative ('poolir run --seed -1' was an internal error)
+        raise UsageError(f"--seed {seed} must be >= 0")
     try:
         return _random_values(spec, seed, position)
     except MemoryError as error:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
