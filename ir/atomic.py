@@ -23,8 +23,7 @@ def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
     try:
         for destination, data in contents.items():
             destination = Path(destination)
-            fd, temporary = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".tmp",
-                                             dir=destination.parent or Path("."))
+            fd, temporary = _temporary_beside(destination, ".tmp")
             staged.append((temporary, destination))
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -50,6 +49,18 @@ def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
                 _discard(os.fspath(destination))
         for temporary, _ in staged:
             _discard(temporary)
+
+
+def _temporary_beside(destination: Path, suffix: str) -> tuple[int, str]:
+    """mkstemp in the destination's folder; a missing folder is named as the user wrote the output path
+    (mkstemp's own error names the random temporary name instead)."""
+    folder = destination.parent or Path(".")
+    if not folder.is_dir():
+        from ir.errors import UsageError
+
+        raise UsageError(f"cannot write the output: the folder {os.fspath(folder)} does not exist",
+                         file=destination)
+    return tempfile.mkstemp(prefix=f".{destination.name}.", suffix=suffix, dir=folder)
 
 
 def _backup(destination: Path) -> str | None:
@@ -103,8 +114,7 @@ def atomic_path(destination: str | os.PathLike) -> Iterator[Path]:
     For writers that insist on a file name (numpy.savez, onnx.save).
     """
     destination = Path(destination)
-    fd, temporary = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=destination.suffix or ".tmp",
-                                     dir=destination.parent or Path("."))
+    fd, temporary = _temporary_beside(destination, destination.suffix or ".tmp")
     os.close(fd)
     try:
         yield Path(temporary)
