@@ -71,6 +71,8 @@ def random_input(spec, seed: int, position: int, source: str | None = None) -> n
         raise UsageError(f"--seed {seed} must be >= 0")
     try:
         return _random_values(spec, seed, position)
+    except UsageError as error:  # dynamic dims, an element type that cannot be drawn: name the model
+        raise error.located(file=source) from None
     except MemoryError as error:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
         raise UsageError(f"not enough memory for a random input '{spec.name}' of shape {spec.shape_text()} "
                          f"({error})", file=source) from None
