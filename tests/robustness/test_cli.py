@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 import onnx
+import pytest
 from hypothesis import given, strategies as st
+from onnx import TensorProto, helper
 
 from tests.robustness.cli_check import all_commands, invoke_cli
 from tests.robustness.harness import fuzz
@@ -86,3 +88,35 @@ def test_real_process_exit_2_and_one_line_for_hostile_files(tmp_path):
         lines = done.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith("poolir: error: ") and named in lines[0], (args, done.stderr)
     assert not (tmp_path / "o.onnx").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "{m}", "--seed", "-1"], "--seed -1 must be >= 0"),  # regression: numpy ValueError, exit 3
+    (["verify", "{m}", "--seed", "-1"], "--seed -1 must be >= 0"),
+    (["run", "{m}", "-o", "{tmp}/missing/out.npz"], "missing/out.npz: cannot write the output: the folder"),
+    (["verify", "{m}", "--report", "{tmp}/missing/r.json"], "missing/r.json: cannot write the output"),
+    (["convert", "{m}", "-o", "{tmp}/missing/o.xml"], "missing/o.xml: cannot write the output"),
+    (["run", "{m}", "-o", "{tmp}"], "is a directory"),
+    (["run", "{m}", "--input", "x"], "expected NAME=FILE.npy"),
+    (["run", "{m}", "--input", "x=nofile.npy"], "nofile.npy: input 'x': no such file"),
+    (["run", "{m}", "--inputs", "{m}"], "not a readable .npz archive"),
+    (["run", "{m}", "--input", "x={m}"], "not a readable .npy file"),
+    (["convert", "{m}", "-o", "{tmp}/o.xml", "--input-shape", "x=0,1,4,4"], "dim '0' is not a positive integer"),
+    (["convert", "{m}", "-o", "{tmp}/o.xml", "--input-shape", "=1"], "expected NAME=D1,D2"),
+    (["convert", "{m}", "-o", "{tmp}/o.xml", "--input-shape", "y=1,1,4,4"], "y"),
+    (["convert", "{m}", "-o", "{tmp}/o.xml", "--input-shape", "x=1,1,4"], "x"),
+    (["convert", "{m}", "-o", "{tmp}/o.xml", "--ir-version", "12"], "--ir-version"),
+    (["convert", "{m}", "-o", "{tmp}/o.onnx"], "expected .onnx -> .xml"),
+    (["verify", "{m}", "--rtol", "nan"], "--rtol nan must be a finite number"),
+    (["verify", "{m}", "--atol", "-1"], "--atol -1.0 must be a finite number"),
+])
+def test_hostile_options(tmp_path, args, message):
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 3, 3])])
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10), model)
+    before = sorted(tmp_path.rglob("*"))
+    result = invoke_cli("options", [a.format(m=model, tmp=tmp_path) for a in args], allowed=(2,))
+    assert message in result.stderr
+    assert sorted(tmp_path.rglob("*")) == before

@@ -59,6 +59,21 @@ def pool_attributes(draw, op_type: str, spatial: int) -> dict:
     return attrs
 
 
+def _graph_outputs(draw, names, dtype, rank: int) -> list[onnx.ValueInfoProto]:
+    """Output declarations: usually typed with symbolic dims of the input's rank (what onnx.checker, and so
+    'poolir convert' and 'inspect', require), sometimes untyped or with a wrong rank."""
+    kind = draw(st.sampled_from(("symbolic", "symbolic", "untyped", "wrong rank")))
+    infos = []
+    for index, name in enumerate(names):
+        element = TensorProto.INT64 if index == 1 else dtype
+        if kind == "untyped":
+            infos.append(helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None))
+        else:
+            out_rank = rank if kind == "symbolic" else rank + 1
+            infos.append(helper.make_tensor_value_info(name, element, [f"{name}{axis}" for axis in range(out_rank)]))
+    return infos
+
+
 def _attribute(name: str, value) -> onnx.AttributeProto:
     if isinstance(value, list):
         kind = onnx.AttributeProto.FLOATS if any(isinstance(v, float) for v in value) else onnx.AttributeProto.INTS
@@ -81,7 +96,7 @@ def pool_models(draw) -> onnx.ModelProto:
     node.attribute.extend(_attribute(name, value) for name, value in attrs.items())
     typed_dims = [d if d != -1 else None for d in dims]
     inputs = [helper.make_tensor_value_info("x", dtype, typed_dims)]
-    graph_outputs = [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in outputs]
+    graph_outputs = _graph_outputs(draw, outputs, dtype, rank)
     graph = helper.make_graph([node], "fuzz", inputs, graph_outputs)
     opset = draw(st.sampled_from(OPSETS))
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
@@ -224,7 +239,7 @@ def plausible_pool_models(draw) -> onnx.ModelProto:
                                  ((TensorProto.INT8, TensorProto.UINT8) if op_type == "MaxPool" else ())))
     node = helper.make_node(op_type, ["x"], outputs, name="pool", **attrs)
     graph = helper.make_graph([node], "plausible", [helper.make_tensor_value_info("x", dtype, dims)],
-                              [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None) for name in outputs])
+                              _graph_outputs(draw, outputs, dtype, len(dims)))
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
 
 
