@@ -749,6 +749,80 @@ def _pad(context: _Context, layer: Layer) -> None:
     _pad_node(context, context.input(layer, 0), begin + end, mode, value, layer.name, context.name_output(layer, 0))
 
 
+def _shape_of(context: _Context, layer: Layer) -> None:
+    output = context.name_output(layer, 0)
+    output_type = layer.attrs.get("output_type", "i64")
+    shape = output if output_type == "i64" else context.fresh(f"{layer.name}/i64")
+    context.node_into("Shape", [context.input(layer, 0)], [shape], layer.name)
+    if output_type != "i64":
+        context.node_into("Cast", [shape], [output], layer.name, to=_onnx_type(output_type))
+
+
+def _gather(context: _Context, layer: Layer) -> None:
+    rank = len(context.input_info(layer, 0).shape)
+    (axis,) = _axes_input(context, layer, 2, "gather axis")
+    if layer.attrs.get("batch_dims", 0) != 0:
+        raise ConversionError(f"batch_dims={layer.attrs['batch_dims']}: ONNX Gather has no batch dims")
+    if layer.opset < 8:
+        # Gather-1 and Gather-7 leave negative indices undefined; ONNX counts them from the end.
+        indices = context.constant(layer, 1)
+        if indices is None or np.any(indices < 0):
+            raise ConversionError(f"{layer.type}-{layer.opset} indices must be constant and non-negative "
+                                  "(negative ones are undefined there)")
+    context.node_into("Gather", [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
+                      layer.name, axis=axis + rank if axis < 0 else axis)
+
+
+def _slice(context: _Context, layer: Layer) -> None:
+    if context.opset < 10:
+        raise ConversionError(f"Slice with inputs needs ONNX Slice-10 (requested opset {context.opset})")
+    # Slice-8: (data, start, stop, step[, axes]) -> ONNX (data, starts, ends, axes, steps), same clamping.
+    inputs = [_as_int64(context, context.input(layer, i), context.input_info(layer, i), f"{layer.name}/{i}")
+              for i in range(1, len(layer.inputs))]
+    start, stop, step = inputs[:3]
+    axes = inputs[3] if len(inputs) > 3 else ""  # both default to the first len(start) axes
+    context.node_into("Slice", [context.input(layer, 0), start, stop, axes, step], [context.name_output(layer, 0)],
+                      layer.name)
+
+
+_INT64_MAX, _INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+def _strided_slice(context: _Context, layer: Layer) -> None:
+    if context.opset < 10:
+        raise ConversionError(f"StridedSlice needs ONNX Slice-10 (requested opset {context.opset})")
+    begin = _axes_input(context, layer, 1, "StridedSlice begin")
+    end = _axes_input(context, layer, 2, "StridedSlice end")
+    stride = _axes_input(context, layer, 3, "StridedSlice strides") if len(layer.inputs) > 3 else [1] * len(begin)
+    attrs = layer.attrs
+    for name in ("new_axis_mask", "shrink_axis_mask", "ellipsis_mask"):
+        if any(attrs.get(name, ())):
+            raise ConversionError(f"StridedSlice {name} is not converted (only plain strided ranges map to Slice)")
+
+    def bit(name: str, i: int) -> bool:
+        mask = attrs.get(name, ())
+        return i < len(mask) and mask[i] == 1
+
+    # A mask bit of 1 ignores that begin/end: the whole extent in the stride's direction.
+    starts = [(0 if s > 0 else _INT64_MAX) if bit("begin_mask", i) else b for i, (b, s) in enumerate(zip(begin, stride))]
+    ends = [(_INT64_MAX if s > 0 else _INT64_MIN) if bit("end_mask", i) else e for i, (e, s) in enumerate(zip(end, stride))]
+    base = layer.name
+    context.node_into("Slice", [context.input(layer, 0), context.int64s(starts, f"{base}/starts"),
+                                context.int64s(ends, f"{base}/ends"), context.int64s(range(len(begin)), f"{base}/axes"),
+                                context.int64s(stride, f"{base}/steps")], [context.name_output(layer, 0)], base)
+
+
+def _broadcast(context: _Context, layer: Layer) -> None:
+    if layer.attrs.get("mode", "numpy") == "explicit":
+        raise ConversionError("Broadcast mode explicit (with axes_mapping) is not converted")
+    if context.opset < 8:
+        raise ConversionError(f"Broadcast needs ONNX Expand, from opset 8 (requested opset {context.opset})")
+    # numpy: the data broadcasts to the target shape; bidirectional: to both. ONNX Expand is the latter,
+    # which equals the former whenever the former is valid.
+    target = _as_int64(context, context.input(layer, 1), context.input_info(layer, 1), layer.name)
+    context.node_into("Expand", [context.input(layer, 0), target], [context.name_output(layer, 0)], layer.name)
+
+
 _CONVERTERS: dict[str, Callable[[_Context, Layer], None]] = {
     "Parameter": _parameter, "Const": _const, "Result": _result,
     "MaxPool": _max_pool, "AvgPool": _avg_pool,
@@ -760,4 +834,5 @@ _CONVERTERS: dict[str, Callable[[_Context, Layer], None]] = {
     "Convert": _convert, "ConvertLike": _convert_like, "Reshape": _reshape, "Concat": _concat,
     "Split": _split, "VariadicSplit": _split, "Transpose": _transpose,
     "Squeeze": _squeeze_like("Squeeze"), "Unsqueeze": _squeeze_like("Unsqueeze"), "Pad": _pad,
+    "ShapeOf": _shape_of, "Gather": _gather, "Slice": _slice, "StridedSlice": _strided_slice, "Broadcast": _broadcast,
 }

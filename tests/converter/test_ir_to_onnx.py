@@ -243,3 +243,60 @@ def test_unsupported_layer_names_the_layer():
     builder.result(shape, name="s")
     with pytest.raises(UnsupportedError, match="layer 'shape'.*ShapeOf"):
         ir_to_onnx(builder.build())
+
+
+def test_shape_and_element_wise_layers_mean_what_openvino_computes(tmp_path):
+    """The non-pooling layers an IR may hold, each mapped to its ONNX op, checked against OpenVINO."""
+    b = GraphBuilder("layers")
+    x = b.parameter("x", "f32", (2, 3, 4, 6))
+    i64 = lambda values: b.const(np.asarray(values, np.int64))  # noqa: E731
+    (pooled,) = b.add("AvgPool", "opset1", [x], attrs={"kernel": (2, 2), "strides": (1, 2), "pads_begin": (0, 0),
+                                                        "pads_end": (0, 0), "exclude-pad": True})
+    (shape,) = b.add("ShapeOf", "opset3", [pooled], attrs={"output_type": "i32"})
+    (dims,) = b.add("Gather", "opset8", [shape, b.const(np.asarray([0, -1], np.int32)), i64(0)])
+    (sliced,) = b.add("Slice", "opset8", [pooled, i64([1]), i64([-1]), i64([2]), i64([3])])
+    (strided,) = b.add("StridedSlice", "opset1", [x, i64([0, 1, 3]), i64([0, 3, 0]), i64([1, 1, -1])],
+                       attrs={"begin_mask": (1, 0, 0), "end_mask": (1, 0, 1)})
+    (wide,) = b.add("Broadcast", "opset3", [b.const(np.asarray([[1.5], [2.5]], np.float32)), i64([2, 3])])
+    (flat,) = b.add("Reshape", "opset1", [strided, i64([0, -1])], attrs={"special_zero": True})
+    parts = b.add("Split", "opset1", [flat, i64(1)], attrs={"num_splits": 2})
+    (joined,) = b.add("Concat", "opset1", [parts[1], parts[0]], attrs={"axis": 1})
+    (floor_div,) = b.add("Divide", "opset1", [b.const(np.asarray([-7, 7, -8], np.int64)), i64([2, -2, 3])])
+    (floor_mod,) = b.add("FloorMod", "opset1", [b.const(np.asarray([-7.5, 7.0], np.float32)),
+                                                b.const(np.asarray([2.0, -3.0], np.float32))])
+    for name, ref in (("dims", dims), ("sliced", sliced), ("joined", joined), ("wide", wide),
+                      ("floor_div", floor_div), ("floor_mod", floor_mod)):
+        b.result(ref, name=name)
+    model = b.build()
+    x_value = np.random.default_rng(5).standard_normal((2, 3, 4, 6)).astype(np.float32)
+    back = _compare_with_openvino(model, x_value, tmp_path)
+    assert {"Shape", "Gather", "Slice", "Expand", "Reshape", "Split", "Concat", "Mod"} <= set(fnames(back))
+
+
+def test_more_layers_mean_what_openvino_computes(tmp_path):
+    b = GraphBuilder("more")
+    x = b.parameter("x", "f32", (2, 3, 4, 5))
+    i64 = lambda values: b.const(np.asarray(values, np.int64))  # noqa: E731
+    (moved,) = b.add("Transpose", "opset1", [x, i64([0, 2, 3, 1])])
+    (unsq,) = b.add("Unsqueeze", "opset1", [moved, i64([0])])
+    (sq,) = b.add("Squeeze", "opset1", [unsq, i64([0])])
+    parts = b.add("VariadicSplit", "opset1", [sq, i64(3), i64([1, -1])])
+    (padded_edge,) = b.add("Pad", "opset1", [parts[1], i64([0, 1, 0, 0]), i64([0, 0, 2, 0])], attrs={"pad_mode": "edge"})
+    (padded_reflect,) = b.add("Pad", "opset1", [x, i64([0, 0, 1, 2]), i64([0, 0, 2, 1])], attrs={"pad_mode": "reflect"})
+    (padded_value,) = b.add("Pad", "opset12", [x, i64([0, 0, -1, 1]), i64([0, 0, 1, -2]),
+                                               b.const(np.asarray(7.0, np.float32))], attrs={"pad_mode": "constant"})
+    (summed,) = b.add("ReduceSum", "opset1", [x, i64([1, 3])], attrs={"keep_dims": False})
+    (l1,) = b.add("ReduceL1", "opset4", [x, i64([-1])], attrs={"keep_dims": True})
+    (ints,) = b.add("Convert", "opset1", [b.const(np.asarray([1, -2, 3], np.int32))], attrs={"destination_type": "f32"})
+    (like,) = b.add("ConvertLike", "opset1", [ints, b.const(np.asarray([0], np.float16))])
+    (top,) = b.add("Maximum", "opset1", [x, b.const(np.asarray(0.25, np.float32))])
+    (low,) = b.add("Minimum", "opset1", [top, b.const(np.asarray(1.0, np.float32))])
+    (root,) = b.add("Sqrt", "opset1", [low])
+    (floored,) = b.add("Floor", "opset1", [x])
+    for name, ref in (("edge", padded_edge), ("reflect", padded_reflect), ("value", padded_value), ("sum", summed),
+                      ("l1", l1), ("like", like), ("root", root), ("floor", floored)):
+        b.result(ref, name=name)
+    x_value = np.random.default_rng(6).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    back = _compare_with_openvino(b.build(), x_value, tmp_path, opset=13)
+    assert {"Transpose", "Unsqueeze", "Squeeze", "Split", "Pad", "ReduceSum", "ReduceL1", "Cast", "Max", "Min",
+            "Sqrt", "Floor"} <= set(fnames(back))
