@@ -16,7 +16,7 @@ import ir
 import runtime
 from converter import ir_to_onnx, onnx_to_ir
 from ir.builder import GraphBuilder
-from ir.errors import ConversionError, UnsupportedError, UsageError
+from ir.errors import ConversionError, UsageError
 from tests.converter.test_onnx_to_ir_oracle import (KNOWN_ONNXRUNTIME_BUGS, PoolCase, assert_outputs_match,
                                                     pool_case_grid)
 from tests.peers import onnxruntime_run, openvino_convert_to_xml, openvino_run_xml
@@ -236,12 +236,21 @@ def test_dynamic_length_ceil_that_may_keep_a_padding_window_is_refused():
         ir_to_onnx(model)
 
 
-def test_unsupported_layer_names_the_layer():
+def test_every_layer_type_the_ir_package_reads_has_a_conversion():
+    from converter.ir_to_onnx import _CONVERTERS
+    from ir.schema import SCHEMAS
+
+    assert set(SCHEMAS) == set(_CONVERTERS)
+
+
+def test_layer_without_an_exact_onnx_form_is_refused_naming_it():
     builder = GraphBuilder("shapes")
     x = builder.parameter("x", "f32", (1, 2, 4))
-    (shape,) = builder.add("ShapeOf", "opset3", [x], name="shape")
-    builder.result(shape, name="s")
-    with pytest.raises(UnsupportedError, match="layer 'shape'.*ShapeOf"):
+    (y,) = builder.add("Pad", "opset1", [x, builder.const(np.asarray([0, 0, 1], np.int64)),
+                                         builder.const(np.asarray([0, 0, 1], np.int64))],
+                       attrs={"pad_mode": "symmetric"}, name="mirror")
+    builder.result(y, name="y")
+    with pytest.raises(ConversionError, match="layer 'mirror'.*symmetric"):
         ir_to_onnx(builder.build())
 
 
