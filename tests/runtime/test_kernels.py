@@ -178,6 +178,31 @@ def test_avg_large_kernel_band_matrix_path():
     np.testing.assert_allclose(avg_pool(x, w, divisor="padded"), [[10 / 7, 4, 39 / 7]], rtol=1e-6)
 
 
+def test_avg_long_kernel_keeps_non_finite_values_in_their_own_windows():
+    # k=7, s=1 over 10 elements (4 windows). Row 0 holds an inf at position 9, row 1 a NaN at position 0:
+    # row 0 windows [0..6], [1..7], [2..8] sum 7 ones -> 1; [3..9] holds the inf -> inf.
+    # row 1 window [0..6] holds the NaN -> NaN; the others -> 1. (A 0/1 band matrix product would
+    # spread inf * 0 = NaN over the whole row.)
+    x = np.ones((2, 10), dtype=np.float32)
+    x[0, 9] = np.inf
+    x[1, 0] = np.nan
+    y = avg_pool(x, windows([10], [7]), divisor="real")
+    np.testing.assert_array_equal(y, [[1, 1, 1, np.inf], [np.nan, 1, 1, 1]])
+    np.testing.assert_array_equal(max_pool(-x, windows([10], [7])), [[-1, -1, -1, -1], [np.nan, -1, -1, -1]])
+
+
+@pytest.mark.parametrize("kernel", [4, 5, 6, 7, 8, 9, 11, 16])
+def test_long_kernels_sum_every_tap_once(kernel):
+    # x[i] = 2**i (exact in float64): the window sum at start s is 2**s * (2**kernel - 1), so any tap
+    # missing or counted twice changes the value. Stride 1, no pads: 20 - kernel + 1 windows.
+    x = 2.0 ** np.arange(20)
+    y = avg_pool(x, windows([20], [kernel]), divisor="kernel") * kernel
+    starts = np.arange(20 - kernel + 1)
+    np.testing.assert_array_equal(y, 2.0 ** starts * (2.0 ** kernel - 1))
+    # max of an increasing sequence: the last tap, 2**(s + kernel - 1).
+    np.testing.assert_array_equal(max_pool(x, windows([20], [kernel])), 2.0 ** (starts + kernel - 1))
+
+
 @pytest.mark.parametrize("dtype, big, expected", [
     # float16 [2048, 1, 1]: in float16, 2048 + 1 rounds back to 2048 (spacing 2) and the mean would be
     # 2048 / 3 = 682.67 -> 682.5; accumulated in float32 it is 2050 / 3 = 683.33 -> 683.5 in float16.

@@ -112,13 +112,18 @@ class Case:
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSETS[self.op])], ir_version=10)
 
 
-def _random_cases(op: str, count: int, seed: int, dtypes) -> list[Case]:
+def _random_cases(op: str, count: int, seed: int, dtypes, long_kernels: bool = False) -> list[Case]:
+    """Random cases; `long_kernels` draws kernels 4..9 on longer axes (the doubling reduction)."""
     rng = np.random.default_rng(seed)
     cases = []
     while len(cases) < count:
-        rank = int(rng.integers(1, 4))
-        spatial = tuple(int(v) for v in rng.integers(3 if rank == 3 else 4, 10 if rank < 3 else 7, rank))
-        kernel = tuple(int(v) for v in rng.integers(1, 4, rank))
+        rank = int(rng.integers(1, 3 if long_kernels else 4))
+        if long_kernels:
+            spatial = tuple(int(v) for v in rng.integers(8, 20, rank))
+            kernel = tuple(int(v) for v in rng.integers(4, 10, rank))
+        else:
+            spatial = tuple(int(v) for v in rng.integers(3 if rank == 3 else 4, 10 if rank < 3 else 7, rank))
+            kernel = tuple(int(v) for v in rng.integers(1, 4, rank))
         strides = tuple(int(v) for v in rng.integers(1, 4, rank))
         dilations = tuple(int(v) for v in rng.integers(1, 3, rank))
         # onnxruntime requires every pad to be smaller than the kernel on its axis.
@@ -144,6 +149,9 @@ def _random_cases(op: str, count: int, seed: int, dtypes) -> list[Case]:
 MAX_CASES = _random_cases("MaxPool", 120, 1, [np.float32, np.float64, np.float16, np.int8, np.uint8])
 AVG_CASES = _random_cases("AveragePool", 90, 2, [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
 LP_CASES = _random_cases("LpPool", 50, 3, [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
+LONG_CASES = (_random_cases("MaxPool", 20, 4, [np.float32, np.int8], long_kernels=True)
+              + _random_cases("AveragePool", 20, 5, [np.float32, np.float64], long_kernels=True)
+              + _random_cases("LpPool", 10, 6, [np.float32], long_kernels=True))
 
 
 def _input(case: Case) -> np.ndarray:
@@ -168,7 +176,7 @@ def _tolerance(dtype) -> dict:
     return dict(rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("case", MAX_CASES, ids=str)
+@pytest.mark.parametrize("case", MAX_CASES + [c for c in LONG_CASES if c.op == "MaxPool"], ids=str)
 def test_max_pool_matches_onnxruntime(case):
     x = _input(case)
     expected = onnxruntime_run(case.onnx_model(), {"x": x})
@@ -182,7 +190,7 @@ def test_max_pool_matches_onnxruntime(case):
     np.testing.assert_array_equal(y, expected["y"])
 
 
-@pytest.mark.parametrize("case", AVG_CASES, ids=str)
+@pytest.mark.parametrize("case", AVG_CASES + [c for c in LONG_CASES if c.op == "AveragePool"], ids=str)
 def test_avg_pool_matches_onnxruntime(case):
     x = _input(case)
     expected = onnxruntime_run(case.onnx_model(), {"x": x.astype(np.float32)})["y"]
@@ -192,7 +200,7 @@ def test_avg_pool_matches_onnxruntime(case):
     np.testing.assert_allclose(y.astype(np.float64), expected.astype(np.float64), **tolerance)
 
 
-@pytest.mark.parametrize("case", LP_CASES, ids=str)
+@pytest.mark.parametrize("case", LP_CASES + [c for c in LONG_CASES if c.op == "LpPool"], ids=str)
 def test_lp_pool_matches_onnxruntime(case):
     x = _input(case)
     expected = onnxruntime_run(case.onnx_model(), {"x": x.astype(np.float32)})["y"]
