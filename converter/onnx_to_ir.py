@@ -464,6 +464,11 @@ def _fit_rounding(axes: list[_Axis], *, full_kernel_divisor: bool, exclude_pad: 
             return _IrWindows(begins, fitted_ends, "floor", exclude_pad=exclude_pad)
     if all(a.drop_margin == 0 for a in axes) and kernel_fits and divisor_ok(ends) and pads_ok:
         return _IrWindows(begins, ends, "ceil_torch", exclude_pad=exclude_pad)
+    if not divisor_ok(ends):
+        raise ConversionError(
+            "LpPool with ceil_mode=1, no pads and dynamic spatial dims: OpenVINO's AvgPool divides a window that "
+            "reaches past the input by its real taps (fact 4), so the decomposition's sum is exact only for "
+            "known lengths; fix the shape with --input-shape")
     raise ConversionError(
         "ceil_mode=1 with dynamic spatial dims: whether ONNX drops the last window depends on the input "
         "length, and no single IR pooling layer follows that for every length; fix the shape with "

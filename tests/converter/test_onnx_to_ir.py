@@ -317,3 +317,26 @@ def test_outputs_that_are_inputs_or_repeat_a_tensor_keep_their_names_and_order(t
     np.testing.assert_array_equal(got["same"], x)
     np.testing.assert_array_equal(got["p"], got["p2"])
     assert [o.name for o in converter.ir_to_onnx(model).graph.output] == ["same", "p", "p2"]
+
+
+@pytest.mark.parametrize("case", GRID[1::4], ids=lambda c: c.id)
+def test_dynamic_spatial_dims_are_exact_for_the_actual_length_or_refused(case: PoolCase, tmp_path):
+    """Every spatial dim symbolic: the IR must be exact for any length (checked at the grid's length and one
+    more), or the conversion refuses and names --input-shape."""
+    dynamic = PoolCase(case.op, case.opset, (case.shape[0], case.shape[1], *(f"d{i}" for i in range(len(case.shape) - 2))),
+                       case.attrs, case.indices, case.dtype)
+    try:
+        model = onnx_to_ir(dynamic.model())
+    except ConversionError as error:
+        assert "--input-shape" in str(error)
+        return
+    for grow in (0, 1):
+        shaped = PoolCase(case.op, case.opset, (*case.shape[:2], *(d + grow for d in case.shape[2:])), case.attrs,
+                          case.indices, case.dtype)
+        x = shaped.feed()
+        try:
+            expected = shaped.expected(x)
+        except ValueError:  # no window fits this length
+            continue
+        assert_outputs_match(run_in_openvino(model, {"x": x}, tmp_path), expected, case.dtype,
+                             f"OpenVINO, dynamic spatial dims, length +{grow}")
