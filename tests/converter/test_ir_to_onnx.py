@@ -309,3 +309,21 @@ def test_more_layers_mean_what_openvino_computes(tmp_path):
     back = _compare_with_openvino(b.build(), x_value, tmp_path, opset=13)
     assert {"Transpose", "Unsqueeze", "Squeeze", "Split", "Pad", "ReduceSum", "ReduceL1", "Cast", "Max", "Min",
             "Sqrt", "Floor"} <= set(fnames(back))
+
+
+@pytest.mark.parametrize("case", GRID[1::4], ids=lambda c: c.id)
+def test_round_trip_with_dynamic_spatial_dims(case: PoolCase):
+    """ONNX (symbolic spatial dims) -> IR -> ONNX: exact at the actual lengths, or refused with the reason."""
+    dims = tuple(f"d{i}" for i in range(len(case.shape) - 2))
+    dynamic = PoolCase(case.op, case.opset, (*case.shape[:2], *dims), case.attrs, case.indices, case.dtype)
+    try:
+        back = checked(ir_to_onnx(onnx_to_ir(dynamic.model())))
+    except ConversionError as error:
+        assert "dynamic" in str(error)
+        return
+    x = case.feed()
+    same_dilated = any(a.name == "auto_pad" and a.s.startswith(b"SAME") for n in back.graph.node for a in n.attribute) \
+        and any(d != 1 for d in case.attrs.get("dilations", ()))
+    # onnxruntime computes SAME pads without the dilation (KNOWN_ONNXRUNTIME_BUGS): poolir's runtime runs those.
+    got, who = (runtime.run(back, {"x": x}), "poolir runtime") if same_dilated else run_onnx(back, {"x": x})
+    assert_outputs_match(got, case.expected(x), case.dtype, f"dynamic round trip run by {who}")
