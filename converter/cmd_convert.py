@@ -49,7 +49,8 @@ def load_onnx(path: Path) -> onnx.ModelProto:
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--output", "destination", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="OUT.xml (from .onnx; OUT.bin is written beside it when needed) or OUT.onnx (from .xml).")
-@click.option("--opset", type=int, default=None, help=f"ONNX opset to write ({MIN_OPSET}..{MAX_OPSET}, default {MAX_OPSET}).")
+@click.option("--opset", type=int, default=None,
+              help=f"ONNX opset to write ({MIN_OPSET}..{MAX_OPSET}, default {MAX_OPSET}).")
 @click.option("--ir-version", type=click.Choice(["10", "11"]), default=None, help="IR version to write (default 11).")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
               help="Fix an ONNX input's shape before converting (-1 or ? keeps a dim dynamic). Repeatable.")

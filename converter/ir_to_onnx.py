@@ -73,8 +73,10 @@ def ir_to_onnx(model: Model, opset: int = 22) -> onnx.ModelProto:
     position = {layer.id: index for index, layer in enumerate(model.layers)}
     inputs = [info for _, info in sorted(context.graph_inputs, key=lambda item: position[item[0]])]
     outputs = [info for _, info in sorted(context.graph_outputs, key=lambda item: position[item[0]])]
-    graph = helper.make_graph(context.nodes, model.name or "model", inputs, outputs,
-                              initializer=context.initializers)
+    # Constants that only a folded pattern read (an LpPool's p, prod(k), 1/p) are dropped.
+    read = {name for node in context.nodes for name in node.input} | {info.name for info in outputs}
+    initializers = [tensor for tensor in context.initializers if tensor.name in read]
+    graph = helper.make_graph(context.nodes, model.name or "model", inputs, outputs, initializer=initializers)
     onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                                    ir_version=ONNX_IR_VERSION, producer_name="poolir")
     return onnx_model
@@ -526,7 +528,7 @@ def _lp_divisor_is_kernel(context: _Context, pool: Layer) -> bool:
 
 def _abs(context: _Context, layer: Layer) -> None:
     pattern = _match_lp_pool(context, layer)
-    if pattern is not None and context.opset >= 2:
+    if pattern is not None:
         try:
             folded = _lp_pool(context, pattern, layer)
         except ConversionError:
@@ -804,8 +806,10 @@ def _strided_slice(context: _Context, layer: Layer) -> None:
         return i < len(mask) and mask[i] == 1
 
     # A mask bit of 1 ignores that begin/end: the whole extent in the stride's direction.
-    starts = [(0 if s > 0 else _INT64_MAX) if bit("begin_mask", i) else b for i, (b, s) in enumerate(zip(begin, stride))]
-    ends = [(_INT64_MAX if s > 0 else _INT64_MIN) if bit("end_mask", i) else e for i, (e, s) in enumerate(zip(end, stride))]
+    starts = [(0 if s > 0 else _INT64_MAX) if bit("begin_mask", i) else b
+              for i, (b, s) in enumerate(zip(begin, stride))]
+    ends = [(_INT64_MAX if s > 0 else _INT64_MIN) if bit("end_mask", i) else e
+            for i, (e, s) in enumerate(zip(end, stride))]
     base = layer.name
     context.node_into("Slice", [context.input(layer, 0), context.int64s(starts, f"{base}/starts"),
                                 context.int64s(ends, f"{base}/ends"), context.int64s(range(len(begin)), f"{base}/axes"),

@@ -207,11 +207,10 @@ def _element_type(onnx_type: int, what: str) -> str:
     try:
         return IR_ELEMENT_TYPES[onnx_type]
     except KeyError:
-        name = onnx.TensorProto.DataType.Name(onnx_type) if onnx_type in onnx.TensorProto.DataType.values() \
-            else str(onnx_type)
-        raise UnsupportedError(f"{what}: element type {name} has no IR equivalent "
-                               f"(supported: {', '.join(onnx.TensorProto.DataType.Name(t) for t in IR_ELEMENT_TYPES)})") \
-            from None
+        names = onnx.TensorProto.DataType
+        name = names.Name(onnx_type) if onnx_type in names.values() else str(onnx_type)
+        supported = ", ".join(names.Name(t) for t in IR_ELEMENT_TYPES)
+        raise UnsupportedError(f"{what}: element type {name} has no IR equivalent (supported: {supported})") from None
 
 
 def _parameter(builder: GraphBuilder, graph_input: onnx.ValueInfoProto,
