@@ -7,7 +7,8 @@ Pooling layers map to one ONNX node when its meaning is the same, to an exact re
 are refused with ConversionError naming the layer and the reason:
 - rounding: OpenVINO's window count N per axis is matched by ceil_mode=0 (N = floor count), by
   ceil_mode=1 (N = ceil_torch count, opset >= 10), or, where only the padding values are inert (MaxPool,
-  exclude-pad AvgPool, an Lp sum), by ceil_mode=0 with a larger pads_end chosen so that floor gives N;
+  exclude-pad AvgPool, an Lp sum), by another pads_end chosen so that floor (or ceil_mode=1) gives N; among
+  these, the first whose pads are all < kernel (onnxruntime refuses larger pads, the spec does not);
 - AvgPool exclude-pad=false divides by prod(k) when any pad is non-zero: count_include_pad=1 when no
   window reaches past the padded input, else an explicit zero Pad that puts every window inside
   (count_include_pad=0 then divides by prod(k) too); with all pads zero it divides by the real taps:
