@@ -502,7 +502,7 @@ def _convert_window_pool(builder: GraphBuilder, pool: onnx_ops.OnnxPool, x: _Val
         if pool.with_indices:
             indices = outs[1]
             if pool.column_major_indices:
-                indices = _column_major_indices(builder, indices, x.shape[2:], name)
+                indices = _column_major_indices(builder, indices, x, name)
             values.append(_Value(indices, "i64", out_shape))
         return values
     geometry["exclude-pad"] = plan.exclude_pad
@@ -534,36 +534,55 @@ def _zero_pad(builder: GraphBuilder, x: _Value, pads: tuple[tuple[int, ...], tup
                        attrs={"pad_mode": "constant"}, name=name)[0]
 
 
-def _column_major_indices(builder: GraphBuilder, indices, spatial: tuple[int | None, ...], name: str):
+def _column_major_indices(builder: GraphBuilder, indices, x: _Value, name: str):
     """ONNX storage_order=1 indices from OpenVINO's row-major ones (axis=0), by index arithmetic.
 
     i = base + r with r the row-major spatial offset; r's coordinates c_j = r // row_j % dim_j are
     recombined with column-major strides (the first spatial axis fastest): base + sum c_j * col_j.
-    The spatial dims must be static (they are constants of the arithmetic).
+    Products of static dims are constants; a product involving a dynamic dim is computed from ShapeOf.
     """
-    if any(d is None for d in spatial):
-        raise ConversionError("storage_order=1 with dynamic spatial dims: the column-major index arithmetic "
-                              "needs static dims; fix the shape with --input-shape")
+    spatial = x.shape[2:]
+    shape_of = []  # built once, on first need
+    products: dict[tuple[int, int], Any] = {}
 
     def const(value: int):
         return builder.const(np.asarray(value, dtype=np.int64))
 
+    def dims_product(first: int, stop: int):
+        """prod(spatial[first:stop]) as an int when static, else as a one-element i64 tensor."""
+        dims = spatial[first:stop]
+        if all(d is not None for d in dims):
+            return math.prod(dims)
+        if (first, stop) not in products:
+            if not shape_of:
+                shape_of.append(builder.add("ShapeOf", "opset3", [x.ref], attrs={"output_type": "i64"},
+                                            name=f"{name}/shape")[0])
+            picked = builder.add("Gather", "opset8", [shape_of[0], const(list(range(2 + first, 2 + stop))),
+                                                      const(0)], name=f"{name}/dims{first}_{stop}")[0]
+            products[(first, stop)] = builder.add("ReduceProd", "opset1", [picked, const([0])],
+                                                  attrs={"keep_dims": True}, name=f"{name}/prod{first}_{stop}")[0]
+        return products[(first, stop)]
+
+    def operand(value):
+        return const(value) if isinstance(value, int) else value
+
     def binary(kind: str, left, right, suffix: str):
-        return builder.add(kind, "opset1", [left, right], attrs={"auto_broadcast": "numpy"},
+        return builder.add(kind, "opset1", [left, operand(right)], attrs={"auto_broadcast": "numpy"},
                            name=f"{name}/{suffix}")[0]
 
-    offset = binary("FloorMod", indices, const(math.prod(spatial)), "spatial_offset")
+    rank = len(spatial)
+    offset = binary("FloorMod", indices, dims_product(0, rank), "spatial_offset")
     result = binary("Subtract", indices, offset, "base")
-    for axis, dim in enumerate(spatial):
-        row_stride, col_stride = math.prod(spatial[axis + 1:]), math.prod(spatial[:axis])
+    for axis in range(rank):
+        row_stride, col_stride = dims_product(axis + 1, rank), dims_product(0, axis)
         coordinate = offset
         if row_stride != 1:
-            coordinate = binary("Divide", coordinate, const(row_stride), f"row{axis}")
+            coordinate = binary("Divide", coordinate, row_stride, f"row{axis}")
         if axis > 0:
-            coordinate = binary("FloorMod", coordinate, const(dim), f"coord{axis}")
+            coordinate = binary("FloorMod", coordinate, dims_product(axis, axis + 1), f"coord{axis}")
         if col_stride != 1:
-            coordinate = binary("Multiply", coordinate, const(col_stride), f"col{axis}")
-        last = axis == len(spatial) - 1
+            coordinate = binary("Multiply", coordinate, col_stride, f"col{axis}")
+        last = axis == rank - 1
         result = builder.add("Add", "opset1", [result, coordinate], attrs={"auto_broadcast": "numpy"},
                              name=name if last else f"{name}/sum{axis}")[0]
     return result

@@ -242,10 +242,18 @@ def test_dynamic_length_refused_where_no_single_layer_is_exact_and_input_shape_f
     np.testing.assert_allclose(got["y"].ravel(), [1.0, 3.0, 5.0, 3.0])
 
 
-def test_storage_order_1_with_dynamic_spatial_dims_is_refused():
-    onnx_model = _single("MaxPool", {"kernel_shape": [2, 2], "storage_order": 1}, [1, 1, "H", "W"], outputs=("y", "i"))
-    with pytest.raises(ConversionError, match="storage_order=1"):
-        onnx_to_ir(onnx_model)
+@pytest.mark.parametrize("shape", [(2, 2, 5, 7), (1, 2, 4, 3, 5)])
+def test_storage_order_1_with_dynamic_spatial_dims(shape, tmp_path):
+    # The column-major index arithmetic takes the spatial dims from ShapeOf when they are dynamic.
+    rank = len(shape) - 2
+    attrs = {"kernel_shape": [2] * rank, "storage_order": 1, "pads": [1] * (2 * rank)}
+    symbolic = PoolCase("MaxPool", 12, ("N", 2, *(f"d{i}" for i in range(rank))), attrs, indices=True)
+    model = onnx_to_ir(symbolic.model())
+    assert "ShapeOf" in [layer.type for layer in model.layers]
+    for grow in (0, 1):
+        case = PoolCase("MaxPool", 12, (*shape[:2], *(d + grow for d in shape[2:])), attrs, indices=True)
+        x = case.feed()
+        assert_outputs_match(run_in_openvino(model, {"x": x}, tmp_path), case.expected(x), case.dtype, "OpenVINO")
 
 
 def test_input_shape_errors():
