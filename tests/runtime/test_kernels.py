@@ -61,6 +61,24 @@ def test_max_2d_indices_row_major_column_major_and_axis():
     np.testing.assert_array_equal(idx_axis, [[[[4, 5], [7, 8]], [[4, 5], [7, 8]]]])
 
 
+def test_max_indices_flatten_from_a_spatial_axis():
+    # x (1, 2, 3, 3) = 0..17, k=2, s=1: maxima at (h, w) in {1, 2} x {1, 2}. flatten_from=3 keeps only w.
+    x = np.arange(18, dtype=np.float32).reshape(1, 2, 3, 3)
+    _, idx = max_pool(x, windows([3, 3], [2, 2]), indices=IndexLayout(flatten_from=3))
+    np.testing.assert_array_equal(idx, [[[[1, 2], [1, 2]], [[1, 2], [1, 2]]]])
+
+
+def test_huge_kernel_costs_only_its_real_taps():
+    # x = [0, 1, 2, 3, 4], k = 2e9, pads (0, 2e9 - 1): (5 + 2e9 - 1 - 2e9) / 1 + 1 = 5 windows; window o
+    # reads o..4 and 2e9 - 5 + o padding taps: max 4 at index 4, average (o + 4) / 2.
+    x = np.arange(5, dtype=np.float32)
+    w = windows([5], [2_000_000_000], None, None, [0], [1_999_999_999])
+    y, idx = max_pool(x, w, indices=IndexLayout())
+    np.testing.assert_array_equal(y, [4] * 5)
+    np.testing.assert_array_equal(idx, [4] * 5)
+    np.testing.assert_array_equal(avg_pool(x, w, divisor="real"), [2, 2.5, 3, 3.5, 4])
+
+
 def test_max_indices_with_padding_dilation_and_stride():
     # x (1,1,4,4) = 0..15 with x[0,0,0,0] = 100. k=2, s=2, d=2, pads (1,1) both axes -> output 2x2:
     # axis taps: o=0 -> -1, 1 (real: 1); o=1 -> 1, 3 (real: 1, 3).
