@@ -44,7 +44,6 @@ does the same for its example (for expected values its source rounds), and argum
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import math
@@ -57,14 +56,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from converter.peers import onnxruntime_run, openvino_run_xml
 from ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError
 
 PEERS = ("onnxruntime", "openvino")
 EXAMPLE_MODELS = ("model.onnx", "model.xml")
 DEFAULT_EXAMPLES = "examples"
 IR_TO_ONNX_OPSET = 22
-# onnxruntime 1.31 reads ONNX IR versions up to 13, onnx 1.23 stamps 14; every pooling op is in IR 10.
-ONNXRUNTIME_MAX_IR_VERSION = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,66 +357,6 @@ def _runtime(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarra
     import runtime
 
     return runtime.run(model, feeds)
-
-
-def onnxruntime_run(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run an onnx.ModelProto with onnxruntime on the CPU, one thread, no graph optimisation."""
-    import onnx
-    import onnxruntime as ort
-
-    if model.ir_version > ONNXRUNTIME_MAX_IR_VERSION:
-        model = onnx.ModelProto.FromString(model.SerializeToString())
-        model.ir_version = ONNXRUNTIME_MAX_IR_VERSION
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, dict(feeds))))
-
-
-@functools.lru_cache(maxsize=1)
-def _openvino_core():
-    """One OpenVINO Core per process: creating one loads the plugins, which costs more than a small model."""
-    import openvino as ov
-
-    return ov.Core()
-
-
-def openvino_run_xml(xml_path: str | os.PathLike, feeds: Mapping[str, np.ndarray],
-                     output_names: Iterable[str] = ()) -> dict[str, np.ndarray]:
-    """Read an IR file with OpenVINO and run it on the CPU in f32; outputs keyed by tensor name.
-
-    An output port may carry several tensor names; the one among `output_names` is used when present.
-    """
-    import ml_dtypes
-    import openvino as ov
-
-    core = _openvino_core()
-    compiled = core.compile_model(core.read_model(os.fspath(xml_path)), "CPU",
-                                  {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": "1"})
-    inputs = {}
-    for port in compiled.inputs:
-        array = np.ascontiguousarray(feeds[port.get_any_name()])
-        if array.dtype == ml_dtypes.bfloat16:
-            # OpenVINO's Python API takes bfloat16 only as raw 16-bit words of a bf16 tensor.
-            tensor = ov.Tensor(ov.Type.bf16, ov.Shape(list(array.shape)))
-            tensor.data.view(np.uint16)[...] = array.view(np.uint16)
-            inputs[port.get_any_name()] = tensor
-        else:
-            inputs[port.get_any_name()] = ov.Tensor(array)
-    results = compiled.create_infer_request().infer(inputs)
-    wanted = set(output_names)
-    outputs = {}
-    for index, port in enumerate(compiled.outputs):
-        names = sorted(port.get_names())
-        chosen = next((n for n in names if n in wanted), names[0] if names else str(index))
-        array = np.array(results[port])
-        # ... and hands bfloat16 results back as float16-typed words: reinterpret, do not convert.
-        outputs[chosen] = array.view(ml_dtypes.bfloat16) if port.get_element_type() == ov.Type.bf16 else array
-    return outputs
 
 
 def check_peers(peers: Sequence[str]) -> tuple[str, ...]:

@@ -1,0 +1,111 @@
+"""The real engines, onnxruntime and OpenVINO, called one way everywhere: by `poolir verify --peer`
+and by the tests, which use them as oracles.
+
+Both run on the CPU with one thread and settings that cannot change the numbers: onnxruntime without
+graph optimisation, OpenVINO with f32 inference precision (its CPU plugin would otherwise run bf16 or
+f16 on machines that have them). Neither engine is a dependency of poolir itself: they are imported
+when called, and `poolir verify` checks they are installed before it uses them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+
+# onnx >= 1.23 stamps IR version 14 on new models; onnxruntime 1.31 reads up to 13. Every pooling op
+# version (up to opset 22) is expressible in IR version 10, so lowering the stamp changes nothing else.
+ONNXRUNTIME_MAX_IR_VERSION = 10
+OPENVINO_CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": "1", "INFERENCE_NUM_THREADS": "1"}
+
+
+def onnxruntime_run(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run an onnx.ModelProto with onnxruntime on the CPU, one thread, no graph optimisation."""
+    import onnx
+    import onnxruntime as ort
+
+    if model.ir_version > ONNXRUNTIME_MAX_IR_VERSION:
+        model = onnx.ModelProto.FromString(model.SerializeToString())
+        model.ir_version = ONNXRUNTIME_MAX_IR_VERSION
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, dict(feeds))))
+
+
+@functools.lru_cache(maxsize=1)
+def openvino_core():
+    """One OpenVINO Core per process: creating one loads the plugins, which costs more than a small model."""
+    import openvino as ov
+
+    return ov.Core()
+
+
+def openvino_run_xml(xml_path: str | os.PathLike, feeds: Mapping[str, np.ndarray],
+                     output_names: Iterable[str] = ()) -> dict[str, np.ndarray]:
+    """Read an IR file with OpenVINO and run it on the CPU; outputs keyed by tensor name.
+
+    An output port may carry several tensor names; the one among `output_names` is used when present,
+    else the first in sorted order, else the output's index as a string.
+    """
+    core = openvino_core()
+    return _openvino_infer(core.read_model(os.fspath(xml_path)), feeds, output_names)
+
+
+def openvino_run_onnx(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """OpenVINO's own ONNX frontend + CPU plugin (to compare poolir's conversion with OpenVINO's)."""
+    import onnx
+    import openvino as ov
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "model.onnx")
+        onnx.save(model, path)
+        return _openvino_infer(ov.convert_model(str(path)), feeds)
+
+
+def openvino_convert_to_xml(model, xml_path: str | os.PathLike) -> Path:
+    """OpenVINO's own ONNX -> IR conversion, saved without fp16 compression beside `xml_path`."""
+    import onnx
+    import openvino as ov
+
+    xml_path = Path(xml_path)
+    onnx_path = xml_path.with_suffix(".onnx")
+    onnx.save(model, onnx_path)
+    ov.save_model(ov.convert_model(str(onnx_path)), str(xml_path), compress_to_fp16=False)
+    return xml_path
+
+
+def _openvino_infer(model, feeds: Mapping[str, np.ndarray], output_names: Iterable[str] = ()):
+    import ml_dtypes
+    import openvino as ov
+
+    compiled = openvino_core().compile_model(model, "CPU", OPENVINO_CPU_CONFIG)
+    inputs = {}
+    for port in compiled.inputs:
+        name = port.get_any_name()
+        array = np.ascontiguousarray(feeds[name])
+        if array.dtype == ml_dtypes.bfloat16:
+            # OpenVINO's Python API takes bfloat16 only as raw 16-bit words of a bf16 tensor ...
+            tensor = ov.Tensor(ov.Type.bf16, ov.Shape(list(array.shape)))
+            tensor.data.view(np.uint16)[...] = array.view(np.uint16)
+            inputs[name] = tensor
+        else:
+            inputs[name] = ov.Tensor(array)
+    results = compiled.create_infer_request().infer(inputs)
+    wanted = set(output_names)
+    outputs = {}
+    for index, port in enumerate(compiled.outputs):
+        names = sorted(port.get_names())
+        chosen = next((n for n in names if n in wanted), names[0] if names else str(index))
+        array = np.array(results[port])
+        # ... and hands bfloat16 results back as float16-typed words: reinterpret, do not convert.
+        outputs[chosen] = array.view(ml_dtypes.bfloat16) if port.get_element_type() == ov.Type.bf16 else array
+    return outputs
