@@ -17,36 +17,8 @@ import click
 import numpy as np
 
 from ir.atomic import atomic_path, refuse_overwriting_inputs
-from ir.errors import FeedError, PoolirError, UsageError
-
-
-def _load_array(path: str, what: str) -> np.ndarray:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise UsageError("no such file", file=path, where=what) from None
-    except Exception as error:  # numpy's header parser raises ValueError, SyntaxError, TokenError... on bad bytes
-        raise UsageError(f"not a readable .npy file ({type(error).__name__}: {' '.join(str(error).split())})",
-                         file=path, where=what) from None
-    if not isinstance(array, np.ndarray):
-        raise UsageError("expected a single array (.npy), got an archive; use --inputs for .npz", file=path,
-                         where=what)
-    return array
-
-
-def _load_archive(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if not hasattr(archive, "files"):
-                raise UsageError("expected an .npz archive of named arrays", file=path)
-            return {name: archive[name] for name in archive.files}
-    except FileNotFoundError:
-        raise UsageError("no such file", file=path) from None
-    except PoolirError:
-        raise
-    except Exception as error:  # zipfile and numpy's header parser raise many types on bad bytes
-        raise UsageError(f"not a readable .npz archive ({type(error).__name__}: {' '.join(str(error).split())})",
-                         file=path) from None
+from converter.feeds import adopt_bfloat16, load_archive, load_array, random_input
+from ir.errors import FeedError, UsageError
 
 
 def _parse_input_option(text: str) -> tuple[str, str]:
@@ -54,46 +26,6 @@ def _parse_input_option(text: str) -> tuple[str, str]:
     if not sep or not name or not path:
         raise UsageError(f"--input {text!r}: expected NAME=FILE.npy")
     return name, path
-
-
-def _adopt_bfloat16(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """numpy stores bfloat16 arrays as raw 2-byte records (V2); read them back as the declared bfloat16."""
-    if array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize and dtype.name == "bfloat16":
-        return array.view(dtype)
-    return array
-
-
-def random_input(spec, seed: int, position: int, source: str | None = None) -> np.ndarray:
-    """A random feed for a fully static input (see the module docstring for the distributions).
-
-    `source` (the model file) is named in the error when the input does not fit in memory."""
-    if seed < 0:  # numpy's seeds are non-negative ('poolir run --seed -1' was an internal error)
-        raise UsageError(f"--seed {seed} must be >= 0")
-    try:
-        return _random_values(spec, seed, position)
-    except UsageError as error:  # dynamic dims, an element type that cannot be drawn: name the model
-        raise error.located(file=source) from None
-    except MemoryError as error:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
-        raise UsageError(f"not enough memory for a random input '{spec.name}' of shape {spec.shape_text()} "
-                         f"({error})", file=source) from None
-
-
-def _random_values(spec, seed: int, position: int) -> np.ndarray:
-    if spec.shape is None or any(d is None for d in spec.shape):
-        raise UsageError(f"input '{spec.name}' has dynamic dims (shape {spec.shape_text()}): give it with "
-                         f"--input {spec.name}=FILE.npy or --inputs FILE.npz")
-    generator = np.random.default_rng([seed, position])
-    shape = tuple(spec.shape)
-    dtype = np.dtype(spec.dtype)
-    if dtype == np.bool_:
-        return generator.integers(0, 2, size=shape).astype(np.bool_)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return generator.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-    if dtype.kind == "f" or dtype.name == "bfloat16":
-        return generator.uniform(-1.0, 1.0, size=shape).astype(dtype)
-    raise UsageError(f"input '{spec.name}' has element type {dtype}, which cannot be drawn at random: give it "
-                     f"with --input")
 
 
 def _number(value) -> float | None:
@@ -147,17 +79,17 @@ def command(model, input_options, inputs_archive, seed, output, as_json) -> None
     expected = {spec.name: spec for spec in session.inputs}
     feeds: dict[str, np.ndarray] = {}
     if inputs_archive:
-        feeds.update(_load_archive(inputs_archive))
+        feeds.update(load_archive(inputs_archive))
     for option in input_options:
         name, path = _parse_input_option(option)
-        feeds[name] = _load_array(path, f"input '{name}'")
+        feeds[name] = load_array(path, f"input '{name}'")
     unknown = [name for name in feeds if name not in expected]
     if unknown:
         raise FeedError(f"unknown input {', '.join(repr(n) for n in unknown)} (the model's inputs are: "
                         f"{', '.join(repr(n) for n in expected) or 'none'})", file=model)
     for position, spec in enumerate(session.inputs):
         if spec.name in feeds:
-            feeds[spec.name] = _adopt_bfloat16(feeds[spec.name], np.dtype(spec.dtype))
+            feeds[spec.name] = adopt_bfloat16(feeds[spec.name], np.dtype(spec.dtype))
         else:
             feeds[spec.name] = random_input(spec, seed, position, source=model)
     outputs = session.run(feeds)

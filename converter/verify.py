@@ -52,7 +52,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -455,19 +455,19 @@ def load_arrays(path: Path) -> dict[str, np.ndarray]:
     """
     import ml_dtypes
 
-    from converter.cmd_run import _adopt_bfloat16, _load_archive
+    from converter.feeds import adopt_bfloat16, load_archive
 
     bfloat16 = np.dtype(ml_dtypes.bfloat16)
     try:
-        arrays = _load_archive(os.fspath(path))
+        arrays = load_archive(os.fspath(path))
     except zipfile.BadZipFile as error:  # a damaged archive: numpy lets zipfile's own error through
         raise UsageError(f"not a readable .npz archive ({error})", file=path) from None
-    return {name: _adopt_bfloat16(array, bfloat16) for name, array in arrays.items()}
+    return {name: adopt_bfloat16(array, bfloat16) for name, array in arrays.items()}
 
 
 def _feeds_for(session, given: Mapping[str, np.ndarray] | None, seed: int, source: str) -> dict[str, np.ndarray]:
     """Feeds for every declared input: from `given` where named, else random from `seed` (as `poolir run`)."""
-    from converter.cmd_run import _adopt_bfloat16, random_input
+    from converter.feeds import adopt_bfloat16, random_input
 
     given = dict(given or {})
     declared = [spec.name for spec in session.inputs]
@@ -480,7 +480,7 @@ def _feeds_for(session, given: Mapping[str, np.ndarray] | None, seed: int, sourc
     feeds = {}
     for position, spec in enumerate(session.inputs):
         if spec.name in given:
-            feeds[spec.name] = _adopt_bfloat16(np.asarray(given[spec.name]), np.dtype(spec.dtype))
+            feeds[spec.name] = adopt_bfloat16(np.asarray(given[spec.name]), np.dtype(spec.dtype))
         elif spec.shape is None or None in spec.shape:
             raise UsageError(f"input '{spec.name}' has dynamic dims (shape {spec.shape_text()}), which random "
                              f"inputs cannot guess: give it with --inputs FILE.npz", file=source)

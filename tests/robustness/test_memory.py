@@ -5,7 +5,7 @@ Each case runs `poolir` in a subprocess whose address space is capped (RLIMIT_AS
 that would need gigabytes fails at once instead of eating the shared machine's memory. Declared shapes
 above ir.MAX_ELEMENTS (2**31 elements) are refused by the reader before anything is allocated; below it,
 a model can still need more than the machine has, and then the allocation's MemoryError becomes a
-PoolirError naming the file (runtime.Session.run, converter.cmd_run.random_input).
+PoolirError naming the file (runtime.Session.run, converter.feeds.random_input).
 """
 
 from __future__ import annotations
