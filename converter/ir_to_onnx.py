@@ -347,11 +347,18 @@ def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_
         candidates.append(_OnnxWindows(begins, ends, 1))
     candidates.append(_OnnxWindows(begins, trimmed, 0))
     # ... and the smallest pads_end giving it with ceil_mode=1, when every axis has one.
+    # The ceil_torch count never falls as pads_end grows, so a binary search finds the smallest (scanning
+    # every pads_end up to the layer's own hung on pads_end = 1999999999).
     smallest = []
     for w in windows:
-        fits = [end for end in range(max(w.pad_end, trimmed[len(smallest)]) + 1)
-                if output_length(w.length, w.kernel, w.stride, w.dilation, w.pad_begin, end, "ceil_torch") == w.output]
-        smallest.append(fits[0] if fits else None)
+        def torch_count(end: int, w: AxisWindow = w) -> int:
+            return output_length(w.length, w.kernel, w.stride, w.dilation, w.pad_begin, end, "ceil_torch")
+
+        low, high = 0, max(w.pad_end, trimmed[len(smallest)])
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if torch_count(middle) >= w.output else (middle + 1, high)
+        smallest.append(low if torch_count(low) == w.output else None)
     if ceil_allowed and None not in smallest:
         candidates.append(_OnnxWindows(begins, tuple(smallest), 1))
     # onnxruntime refuses pads >= kernel ("Pad should be smaller than kernel"), which the spec allows:
@@ -614,18 +621,11 @@ def _is_integer(element_type: str) -> bool:
 
 
 def _divide(context: _Context, layer: Layer) -> None:
-    a, b = context.input(layer, 0), context.input(layer, 1)
-    output = context.name_output(layer, 0)
-    if _is_integer(context.input_info(layer, 0).element_type) and layer.attrs.get("m_pythondiv", True):
-        # OpenVINO floors an integer quotient, ONNX Div truncates: floor(a / b) = (a - mod(a, b)) / b with
-        # Mod's fmod=0 taking the divisor's sign (Python's %), so the division is exact.
-        if context.opset < 10:
-            raise ConversionError(f"integer floor division needs Mod, from opset 10 (requested opset {context.opset})")
-        remainder = context.node("Mod", [a, b], f"{layer.name}/remainder", fmod=0)[0]
-        exact = context.node("Sub", [a, remainder], f"{layer.name}/multiple")[0]
-        context.node_into("Div", [exact, b], [output], layer.name)
-        return
-    context.node_into("Div", [a, b], [output], layer.name)
+    # An integer Divide truncates toward zero in OpenVINO whatever m_pythondiv says (its spec says
+    # m_pythondiv=true floors, but the CPU plugin gives i32 [-7, 7] / [2, -2] -> [-3, -3]; see
+    # runtime/ir_executor.py), and ONNX Div truncates too: one Div keeps OpenVINO's numbers.
+    context.node_into("Div", [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
+                      layer.name)
 
 
 def _floor_mod(context: _Context, layer: Layer) -> None:
