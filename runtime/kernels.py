@@ -53,6 +53,12 @@ __all__ = ["IndexLayout", "max_pool", "avg_pool", "lp_pool", "global_pool", "low
 Divisor = Literal["real", "padded", "kernel"]
 DIVISORS: tuple[str, ...] = ("real", "padded", "kernel")
 
+# Leading rows (N * C) are pooled in blocks of about this many input bytes, so that the intermediates of
+# all passes stay in cache: the input is read from memory once instead of once per pass. Measured for
+# W4 (16 MiB, 3 passes): 3.8-4.3 ms whole, 2.5 ms in 4 MiB blocks, 3.1 ms in 8 MiB, 3.2 ms in 512 KiB
+# (smaller blocks pay more per-call overhead than they save).
+_CHUNK_BYTES = 4 << 20
+
 # The innermost axis with stride > 1 is reduced densely and then subsampled when its input is at most
 # this large (cache-resident: 0.13 ms instead of 0.26 ms on 1.6 MB); larger inputs are bandwidth-bound
 # and read fewer bytes with strided calls (8x256x28x56 float32: 0.54 ms strided, 0.97 ms dense).
@@ -430,23 +436,46 @@ def _separable(x: np.ndarray, plans: Sequence[_AxisPlan], one_pass, *, fresh_res
     passes = _outer_first(x.ndim, plans)
     if not passes:
         return x.copy() if fresh_result else x
+    rank = len(plans)
+    leading = x.shape[: x.ndim - rank]
+    rows = math.prod(leading)
+    out_spatial = tuple(plan.window.output for plan in plans)
+    chunk = max(1, _CHUNK_BYTES // max(1, x.nbytes // max(rows, 1)))
+    if fresh_result:
+        result = np.empty(leading + out_spatial, dtype=x.dtype)
+    else:
+        result = _work_array(_SLOT_RESULT, leading + out_spatial, x.dtype)
+    if rows <= chunk:
+        _passes(x, passes, one_pass, result)
+        return result
+    # Blocks of leading rows small enough that every intermediate stays in the core's cache: the input is
+    # read from memory once and the result written once, instead of every pass streaming through memory.
+    x_rows = x.reshape((rows,) + x.shape[x.ndim - rank:])
+    result_rows = result.reshape((rows,) + out_spatial)
+    block_passes = [(1 + axis - (x.ndim - rank), plan) for axis, plan in passes]
+    for start in range(0, rows, chunk):
+        _passes(x_rows[start: start + chunk], block_passes, one_pass, result_rows[start: start + chunk])
+    return result
+
+
+def _passes(x: np.ndarray, passes, one_pass, out: np.ndarray) -> None:
+    """Run `passes` over x (one block of leading rows); the last pass writes into `out`."""
     y = x
     for number, (axis, plan) in enumerate(passes):
-        shape = y.shape[:axis] + (plan.window.output,) + y.shape[axis + 1:]
         last = number == len(passes) - 1
-        out = None if last and fresh_result else _work_array(_SLOT_PASS[number % 2], shape, y.dtype)
-        y = one_pass(y, axis, plan, out)
-    return y
+        shape = y.shape[:axis] + (plan.window.output,) + y.shape[axis + 1:]
+        y = one_pass(y, axis, plan, out if last else _work_array(_SLOT_PASS[number % 2], shape, y.dtype))
 
 
 # Work arrays: large fresh arrays cost a page fault per 4 KiB page on every call here (W3, 8x256x56x56:
 # 10.3 ms with fresh intermediates, 4.8 ms without the faults), so intermediates that never leave a kernel
 # are kept per thread and reused. They grow to the largest size used; release_work_arrays() frees them.
 _SLOT_PASS = (0, 1)      # alternating outputs of consecutive passes
-_SLOT_DENSE = 2          # stride-1 reductions of the innermost axis
+_SLOT_DENSE = 2          # every-row reductions of _dense_reduce
 _SLOT_WIDENED = 3        # the input converted to the accumulation dtype (or |x|^p)
 _SLOT_EQUAL, _SLOT_SCORE, _SLOT_BEST = 4, 5, 6   # argmax search
 _SLOT_DOUBLING = (7, 8)  # the growing blocks of _dense_reduce
+_SLOT_RESULT = 9         # a result the caller converts into a fresh array anyway
 
 
 class _WorkArrays(threading.local):
