@@ -621,11 +621,19 @@ def _is_integer(element_type: str) -> bool:
 
 
 def _divide(context: _Context, layer: Layer) -> None:
-    # An integer Divide truncates toward zero in OpenVINO whatever m_pythondiv says (its spec says
-    # m_pythondiv=true floors, but the CPU plugin gives i32 [-7, 7] / [2, -2] -> [-3, -3]; see
-    # runtime/ir_executor.py), and ONNX Div truncates too: one Div keeps OpenVINO's numbers.
-    context.node_into("Div", [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
-                      layer.name)
+    a, b = context.input(layer, 0), context.input(layer, 1)
+    output = context.name_output(layer, 0)
+    if _is_integer(context.input_info(layer, 0).element_type) and layer.attrs.get("m_pythondiv", True):
+        # m_pythondiv=true floors an integer quotient (OpenVINO's spec and its reference implementation,
+        # which constant folding uses; see runtime/ir_executor.py for the CPU plugin's deviation), ONNX
+        # Div truncates: floor(a / b) = (a - mod(a, b)) / b with Mod's fmod=0 taking the divisor's sign.
+        if context.opset < 10:
+            raise ConversionError(f"integer floor division needs Mod, from opset 10 (requested opset {context.opset})")
+        remainder = context.node("Mod", [a, b], f"{layer.name}/remainder", fmod=0)[0]
+        exact = context.node("Sub", [a, remainder], f"{layer.name}/multiple")[0]
+        context.node_into("Div", [exact, b], [output], layer.name)
+        return
+    context.node_into("Div", [a, b], [output], layer.name)
 
 
 def _floor_mod(context: _Context, layer: Layer) -> None:

@@ -339,13 +339,17 @@ def _power(info):
 
 @_builder("Divide")
 def _divide(info):
-    # Integer division truncates toward zero, whatever m_pythondiv says. The spec says m_pythondiv=true
-    # (the default) floors, but OpenVINO's CPU plugin truncates: i32 [-7, 7] / [2, -2] -> [-3, -3] with
-    # m_pythondiv=true (floor would give [-4, -4]); the IR means what OpenVINO computes.
+    # Integer division floors with m_pythondiv=true (the default) and truncates with false, as OpenVINO's
+    # Divide-1 spec and its reference implementation say. OpenVINO is not consistent with itself here:
+    # constant folding (the reference) floors, i32 [-7, 7] / [2, -2] -> [-4, -4], but the CPU plugin's
+    # runtime kernel truncates, -> [-3, -3]. poolir follows the spec and the reference; the deviation is
+    # pinned in tests/runtime/test_ir_executor.py. (poolir's own converter only divides non-negative indices.)
+    floor = bool(info.layer.attrs.get("m_pythondiv", True))
+
     def divide(a, b):
         if tensor_ops.is_float(a.dtype):
             return _in_work_precision(np.divide)(a, b)
-        return tensor_ops.divide(a, b)
+        return np.floor_divide(a, b) if floor else tensor_ops.divide(a, b)
 
     return _broadcasting(info, divide)
 
