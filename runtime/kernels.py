@@ -445,6 +445,8 @@ def _separable(x: np.ndarray, plans: Sequence[_AxisPlan], one_pass, *, fresh_res
         result = np.empty(leading + out_spatial, dtype=x.dtype)
     else:
         result = _work_array(_SLOT_RESULT, leading + out_spatial, x.dtype)
+    if rows == 0:
+        return result
     if rows <= chunk:
         _passes(x, passes, one_pass, result)
         return result
@@ -525,6 +527,8 @@ def _argmax_indices(x: np.ndarray, y: np.ndarray, plans: Sequence[_AxisPlan], la
     """
     rank = len(plans)
     multipliers = _index_multipliers(x.shape, rank, layout)
+    if y.size == 0:
+        return np.empty(y.shape, dtype=layout.dtype)
     rows = math.prod(x.shape[: x.ndim - rank])
     xs = x.reshape((rows,) + x.shape[x.ndim - rank:])
     ys = y.reshape((rows,) + y.shape[y.ndim - rank:])

@@ -318,6 +318,27 @@ def test_input_is_never_modified_and_non_contiguous_input_works():
     assert y[0, 0] == 0 and y[4, 3] == 38
 
 
+def test_empty_batch_gives_empty_outputs_of_the_pooled_shape():
+    # N = 0: (8 + 2 - 3) // 2 + 1 = 4 outputs per spatial axis, no values.
+    x = np.zeros((0, 3, 8, 8), dtype=np.float32)
+    w = windows([8, 8], [3, 3], [2, 2], None, [1, 1], [1, 1])
+    y, idx = max_pool(x, w, indices=IndexLayout())
+    assert y.shape == idx.shape == (0, 3, 4, 4)
+    assert avg_pool(x, w, divisor="real").shape == lp_pool(x, w, p=2).shape == (0, 3, 4, 4)
+
+
+def test_zero_length_axis_with_padding_has_only_empty_windows():
+    # L = 0, k = 1, pads (1, 1): 0 + 2 - 1 + 1 = 2 windows, each reading one padding element only.
+    x = np.zeros((1, 2, 0), dtype=np.float32)
+    w = windows([0], [1], None, None, [1], [1])
+    y, idx = max_pool(x, w, indices=IndexLayout(), empty_value=-9)
+    np.testing.assert_array_equal(y, np.full((1, 2, 2), -9))
+    np.testing.assert_array_equal(idx, np.full((1, 2, 2), -1))
+    np.testing.assert_array_equal(avg_pool(x, w, divisor="real", empty_value=-1), np.full((1, 2, 2), -1))
+    np.testing.assert_array_equal(avg_pool(x, w, divisor="padded"), np.zeros((1, 2, 2)))   # 0 / 1
+    np.testing.assert_array_equal(lp_pool(x, w, p=2), np.zeros((1, 2, 2)))
+
+
 def test_identity_window_returns_a_copy():
     x = np.arange(4, dtype=np.float32)
     y = max_pool(x, windows([4], [1]))
