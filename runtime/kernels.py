@@ -606,6 +606,8 @@ def _window_origins(x_shape: tuple[int, ...], plans: Sequence[_AxisPlan], multip
 
 def _as_input(x, windows: Sequence[AxisWindow]) -> np.ndarray:
     x = np.ascontiguousarray(x)
+    if not x.dtype.isnative:      # e.g. big-endian '>f8' from a file: compute (and answer) in native order
+        x = x.astype(x.dtype.newbyteorder("="))
     rank = len(windows)
     if rank < 1 or rank > x.ndim:
         raise UsageError(f"{rank} pooling windows for an input of rank {x.ndim}")

@@ -339,6 +339,13 @@ def test_zero_length_axis_with_padding_has_only_empty_windows():
     np.testing.assert_array_equal(lp_pool(x, w, p=2), np.zeros((1, 2, 2)))
 
 
+def test_big_endian_input_is_pooled_in_its_own_precision():
+    # float64 stored big-endian: (0.1 + 0.2) / 2 in float64 is 0.15000000000000002, not a float32 rounding.
+    x = np.array([0.1, 0.2], dtype=">f8")
+    y = avg_pool(x, windows([2], [2]), divisor="real")
+    assert y.dtype == np.float64 and y[0] == (0.1 + 0.2) / 2
+
+
 def test_identity_window_returns_a_copy():
     x = np.arange(4, dtype=np.float32)
     y = max_pool(x, windows([4], [1]))
