@@ -45,7 +45,7 @@ import numpy as np
 
 from ir.element_types import dtype_of
 from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
-from ir.geometry import AxisWindow, output_length, pool_windows, same_pads
+from ir.geometry import MAX_AXIS_VALUE, AxisWindow, output_length, pool_windows, same_pads
 from ir.model import Dim, Layer, Model, Shape, shape_str, static_shape
 from ir.schema import op_version
 
@@ -145,6 +145,11 @@ def check_pool_ranges(attrs: dict) -> None:
         for value in attrs.get(name) or ():
             if value < minimum:
                 raise UsageError(f"attribute {name!r} = {_ints(attrs[name])}: every value must be >= {minimum}")
+            # Checked here too, not only by ir.geometry, because dynamic dims skip the geometry until run time
+            # (strides="9223372036854775808" with a dynamic length reached the ONNX writer, which overflowed).
+            if value > MAX_AXIS_VALUE:
+                raise UsageError(f"attribute {name!r} = {_ints(attrs[name])}: every value must be <= "
+                                 f"{MAX_AXIS_VALUE} (2**31 - 1)")
 
 
 def _ints(values) -> str:
