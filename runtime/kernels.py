@@ -236,9 +236,11 @@ def _axis_plan(window: AxisWindow) -> _AxisPlan:
     starts = window.starts()
     first = np.maximum(0, -(starts // window.dilation))   # per output: first tap reading i >= 0
     last = np.minimum(window.kernel - 1, (window.length - 1 - starts) // window.dilation)
+    positions = np.arange(window.output)
+    edge_positions = positions[(positions < interior[0]) | (positions >= interior[1])]
     edges = tuple(
-        (o, tuple(int(i) for i in starts[o] + np.arange(first[o], last[o] + 1) * window.dilation))
-        for o in range(window.output) if not interior[0] <= o < interior[1])
+        (int(o), tuple(int(i) for i in starts[o] + np.arange(first[o], last[o] + 1) * window.dilation))
+        for o in edge_positions)
     return _AxisPlan(window, tuple(taps), interior, empty, edges)
 
 
