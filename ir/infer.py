@@ -279,6 +279,18 @@ def _axis(axis: int, rank: int, what: str = "axis") -> int:
     return axis % rank if rank else 0
 
 
+def _scalar_int(info: TensorInfo, what: str) -> int:
+    """The one integer of a constant axis input (a Const of shape [] or [1]); raises InvalidModelError.
+
+    An empty i64 Const as the Gather axis raised IndexError here; an f32 one was silently truncated."""
+    if not np.issubdtype(dtype_of(info.element_type), np.integer):
+        raise InvalidModelError(f"{what} must be an integer, got element type {info.element_type}")
+    values = np.ravel(info.value)
+    if values.size != 1:
+        raise InvalidModelError(f"{what} must be one integer, got {values.size} values")
+    return int(values[0])
+
+
 def _folded(element_type: str, shape: Shape, value) -> TensorInfo:
     value = np.asarray(value)
     keep = value.size <= MAX_FOLDED_ELEMENTS
@@ -506,7 +518,7 @@ def _split_lengths(layer, inputs) -> tuple[int, list[int | None]]:
     axis_info = inputs[1]
     if axis_info.value is None:
         raise UnsupportedError("the split axis must be constant")
-    axis = _axis(int(np.ravel(axis_info.value)[0]), len(data.shape))
+    axis = _axis(_scalar_int(axis_info, "the split axis"), len(data.shape))
     dim = data.shape[axis]
     if layer.type == "Split":
         parts = layer.attrs["num_splits"]
@@ -638,7 +650,9 @@ def _gather(layer, inputs):
     if axis_info.value is None:
         raise UnsupportedError("the Gather axis must be constant")
     rank = len(data.shape)
-    axis = _axis(int(np.ravel(axis_info.value)[0]), rank)
+    axis = _axis(_scalar_int(axis_info, "the Gather axis"), rank)
+    if not np.issubdtype(dtype_of(indices.element_type), np.integer):
+        raise InvalidModelError(f"Gather indices must be integers, got element type {indices.element_type}")
     batch_dims = layer.attrs.get("batch_dims", 0)
     batch_dims = batch_dims % len(indices.shape) if batch_dims < 0 else batch_dims
     if batch_dims > axis:
@@ -706,6 +720,12 @@ def _pad(layer, inputs):
     # OpenVINO's serializer gives Pad a pad_value input in every mode; outside constant it is ignored.
     if len(inputs) == 4 and inputs[3].element_type != data.element_type:
         raise InvalidModelError(f"pad_value has element type {inputs[3].element_type}, data {data.element_type}")
+    if len(inputs) == 4 and (_static_values(inputs[3].shape) is None or math.prod(_static_values(inputs[3].shape)) != 1):
+        # an empty f32 Const as pad_value ran and then broke the ONNX writer's reshape to a scalar
+        raise InvalidModelError(f"pad_value must be a scalar, got shape {shape_str(inputs[3].shape)}")
+    for info, what in ((begin_info, "pads_begin"), (end_info, "pads_end")):
+        if not np.issubdtype(dtype_of(info.element_type), np.integer):
+            raise InvalidModelError(f"{what} must be integers, got element type {info.element_type}")
     if begin_info.value is None or end_info.value is None:
         return [TensorInfo(data.element_type, _dynamic(rank))]
     begin, end = np.ravel(begin_info.value).tolist(), np.ravel(end_info.value).tolist()
