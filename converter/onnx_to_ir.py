@@ -161,6 +161,8 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
                 values[name] = value
     parameter_refs = {values[i.name].ref for i in graph.input if i.name not in initializers}
     named_refs: set = set()
+    if not graph.output:  # the IR would have no Result, which no runtime runs (a garbled .onnx lost its outputs)
+        raise InvalidModelError("the graph declares no outputs, so there is nothing to convert")
     for graph_output in graph.output:
         if graph_output.name not in values:
             raise InvalidModelError(f"graph output '{graph_output.name}' is produced by no node")
