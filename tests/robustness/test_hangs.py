@@ -1,0 +1,57 @@
+"""Inputs that once made poolir loop for hours: each runs in a subprocess that must finish well within its
+timeout (a hang guard, not a timing test: the work is milliseconds once bounded by the real taps)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from tests.robustness.harness import TRIED
+
+CORPUS = Path(__file__).parent / "corpus"
+HUGE = 2 * 10**9
+GUARD_SECONDS = 120
+
+
+def poolir(*args) -> subprocess.CompletedProcess:
+    TRIED["hang.cli"] += 1
+    code = "import sys; from converter.cli import main; sys.argv = ['poolir', *sys.argv[1:]]; main()"
+    try:
+        return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                              timeout=GUARD_SECONDS, cwd=Path(__file__).parents[2])
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"poolir {' '.join(map(str, args))} did not finish in {GUARD_SECONDS} s (a hang)")
+
+
+def _huge_kernel_onnx(path: Path, op: str, **extra) -> Path:
+    outputs = ["y", "i"] if op == "MaxPool" else ["y"]
+    node = helper.make_node(op, ["x"], outputs, kernel_shape=[2, HUGE], pads=[0, 0, 0, HUGE - 1], **extra)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 5])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT if name == "y" else TensorProto.INT64,
+                                                             ["n", "c", "h", "w"]) for name in outputs])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10), path)
+    return path
+
+
+def test_ir_kernel_of_two_billion_taps_in_the_padding(tmp_path):
+    source = CORPUS / "huge_kernel_in_padding.xml"
+    for args in (("run", source), ("inspect", source), ("convert", source, "-o", tmp_path / "o.onnx")):
+        done = poolir(*args)
+        assert done.returncode in (0, 2) and "Traceback" not in done.stderr, (args, done.stderr)
+
+
+@pytest.mark.parametrize("op, extra", [("AveragePool", {}), ("AveragePool", {"count_include_pad": 1}),
+                                       ("MaxPool", {}), ("LpPool", {"p": 2}), ("MaxPool", {"ceil_mode": 1})])
+def test_onnx_kernel_of_two_billion_taps_in_the_padding(tmp_path, op, extra):
+    source = _huge_kernel_onnx(tmp_path / "m.onnx", op, **extra)
+    for args in (("run", source), ("convert", source, "-o", tmp_path / "m.xml")):
+        done = poolir(*args)
+        assert done.returncode in (0, 2) and "Traceback" not in done.stderr, (args, done.stderr)
+    if (tmp_path / "m.xml").exists():  # and back: the IR -> ONNX planner once scanned every pads_end
+        done = poolir("convert", tmp_path / "m.xml", "-o", tmp_path / "back.onnx")
+        assert done.returncode in (0, 2) and "Traceback" not in done.stderr, done.stderr
