@@ -184,6 +184,11 @@ class OnnxProgram:
             try:
                 if len(outputs) > version.max_outputs:
                     raise UsageError(f"{len(outputs)} outputs, but {version.label} has at most {version.max_outputs}")
+                # Before any adapter indexes them (a garbled .onnx gave an AveragePool no input: IndexError).
+                if not outputs:
+                    raise UsageError(f"the node has no outputs, {version.label} has at least one")
+                if node.op_type != "Constant" and not any(node.input):
+                    raise UsageError(f"required input 0 of {version.label} is not given (no inputs)")
                 attrs = normalize_attributes(node, version)
                 if node.op_type == "Constant":  # evaluated now: its value is known before any run
                     self._constants[outputs[0]] = constant_value(attrs)
