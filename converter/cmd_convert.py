@@ -39,7 +39,7 @@ def load_onnx(path: Path) -> onnx.ModelProto:
         raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
     try:
         onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as error:
+    except (onnx.checker.ValidationError, ValueError) as error:  # ValueError: a string field that is not UTF-8
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
         raise InvalidModelError(f"invalid ONNX model: {first_line}", file=path) from None
     return model
