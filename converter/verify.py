@@ -530,7 +530,10 @@ def verify_model(path: str | os.PathLike, *, peers: Sequence[str] = (), rtol: fl
 
         model, kind = ir.read_model(path), "ir"
         warnings = _shape_warnings(model)
-    session = runtime.Session(model)
+    try:
+        session = runtime.Session(model)
+    except PoolirError as error:  # given a ModelProto, the ONNX program knows no file name to report
+        raise error.located(file=path) from None
     feeds = _feeds_for(session, inputs, seed, str(path))
     reference_names = list(expected) if expected is not None else list(session.outputs)
     with tempfile.TemporaryDirectory(prefix="poolir-verify-") as workdir:
