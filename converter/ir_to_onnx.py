@@ -13,8 +13,10 @@ are refused with ConversionError naming the layer and the reason:
   window reaches past the padded input, else an explicit zero Pad that puts every window inside
   (count_include_pad=0 then divides by prod(k) too); with all pads zero it divides by the real taps:
   count_include_pad=0;
-- a MaxPool window without any input element (OpenVINO: lowest finite value, index 0; ONNX: -inf) and
-  an exclude-pad AvgPool window without one (0/0) are refused;
+- a MaxPool window without any input element outputs OpenVINO's floor value (f32: its lowest finite
+  value): an explicit Pad of that value, then a MaxPool without pads, reproduces it; with the indices
+  used it is refused (the Pad would shift them), and so is an exclude-pad AvgPool window without an
+  input element (0/0);
 - MaxPool-8 `axis` > 0 becomes a Mod of ONNX's flat indices; index_element_type i32 a Cast.
 OpenVINO's own LpPool decomposition (Abs -> Power p -> AvgPool -> Multiply prod(k) -> Power 1/p
 [-> ConvertLike]) folds back into one LpPool node when it matches exactly and OpenVINO's AvgPool divides
@@ -37,6 +39,7 @@ from ir.errors import ConversionError, InvalidModelError, PoolirError, Unsupport
 from ir.geometry import AxisWindow, output_length
 from ir.infer import Inference, TensorInfo, infer_model, pool_windows_of
 from ir.model import Layer, Model
+from runtime.ir_ops import openvino_max_floor
 
 MIN_OPSET, MAX_OPSET = 7, 22
 ONNX_IR_VERSION = 10  # every opset up to 22 is valid in ONNX IR version 10, which onnxruntime reads
@@ -257,12 +260,14 @@ class _OnnxWindows:
 
 
 def _pool_geometry(context: _Context, layer: Layer, *, inert_padding: bool, full_kernel_divisor: bool,
-                   ceil_since: int = 10) -> _OnnxWindows:
+                   ceil_since: int = 10, fill_empty_windows: bool = False) -> _OnnxWindows:
     """ONNX windows for an AvgPool/MaxPool layer, by the rules in the module docstring.
 
     inert_padding: only the number of windows depends on the pads (MaxPool, exclude-pad AvgPool, and
     an Lp sum). full_kernel_divisor: the layer is an exclude-pad=false AvgPool (divides by prod(k) when
     a pad is non-zero). ceil_since: the op's first opset with ceil_mode (LpPool: 18).
+    fill_empty_windows: a window wholly in the padding may be made exact with an explicit Pad of the
+    value OpenVINO outputs there (MaxPool without indices); otherwise such a window is refused.
     """
     ceil_allowed = context.opset >= ceil_since
     attrs = layer.attrs
@@ -279,7 +284,7 @@ def _pool_geometry(context: _Context, layer: Layer, *, inert_padding: bool, full
             windows = pool_windows_of(layer, spatial)
         except UsageError as error:
             raise InvalidModelError(error.problem) from None
-        return _static_geometry(windows, inert_padding, full_kernel_divisor, ceil_allowed)
+        return _static_geometry(windows, inert_padding, full_kernel_divisor, ceil_allowed, fill_empty_windows)
     # Dynamic spatial dims: the geometry must be right for every length.
     if auto_pad in ("same_upper", "same_lower"):
         # OpenVINO resolves SAME pads, then rounds (ir/infer.py rule 2); ceil can add a window only where
@@ -309,11 +314,18 @@ def _pool_geometry(context: _Context, layer: Layer, *, inert_padding: bool, full
 
 
 def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_kernel_divisor: bool,
-                     ceil_allowed: bool) -> _OnnxWindows:
+                     ceil_allowed: bool, fill_empty_windows: bool) -> _OnnxWindows:
     begins = tuple(w.pad_begin for w in windows)
     ends = tuple(w.pad_end for w in windows)
     padded = any(begins) or any(ends)
-    if (inert_padding or full_kernel_divisor and not padded) and any(not w.real_taps().all() for w in windows):
+    empty_windows = any(not w.real_taps().all() for w in windows)
+    if fill_empty_windows and empty_windows:
+        # Pad explicitly as far as the windows reach, with the value OpenVINO outputs for a window nothing
+        # beats; then every window is a whole ONNX window, and one of padding gives exactly that value.
+        reach = tuple(max(0, (w.output - 1) * w.stride + w.effective_kernel - w.length - w.pad_begin)
+                      for w in windows)
+        return _OnnxWindows(begins, reach, 0, pre_pad_end=reach)
+    if (inert_padding or full_kernel_divisor and not padded) and empty_windows:
         raise ConversionError("a window holds no input element, only padding: OpenVINO gives the lowest value "
                               "(MaxPool) or 0/0 (AvgPool) there, which no ONNX pooling node reproduces")
     if full_kernel_divisor and padded:
@@ -403,11 +415,12 @@ def _check_pool_type(context: _Context, element_type: str, what: str) -> None:
     raise ConversionError(f"element type {element_type}: ONNX {what} does not accept it")
 
 
-def _pre_pad(context: _Context, source: str, geometry: _OnnxWindows, element_type: str, base: str) -> str:
+def _pre_pad(context: _Context, source: str, geometry: _OnnxWindows, element_type: str, base: str,
+             value: float = 0) -> str:
     if geometry.pre_pad_end is None:
         return source
     pads = [0, 0, *geometry.pads_begin, 0, 0, *geometry.pre_pad_end]
-    return _pad_node(context, source, pads, "constant", np.zeros((), dtype_of(element_type)), base)
+    return _pad_node(context, source, pads, "constant", np.asarray(value, dtype_of(element_type)), base)
 
 
 def _pad_node(context: _Context, source: str, pads: list[int], mode: str, value: np.ndarray | None, base: str,
@@ -427,12 +440,17 @@ def _pad_node(context: _Context, source: str, pads: list[int], mode: str, value:
 def _max_pool(context: _Context, layer: Layer) -> None:
     info = context.input_info(layer, 0)
     _check_pool_type(context, info.element_type, "MaxPool")
-    geometry = _pool_geometry(context, layer, inert_padding=True, full_kernel_divisor=False)
-    attrs = _pool_attributes(context, layer, geometry, "MaxPool", dilation_since=10)
     want_indices = len(layer.outputs) > 1 and context.is_used(layer, 1)
+    # A window wholly in the padding outputs OpenVINO's floor value (runtime/ir_ops.py, rule M1): a Pad
+    # of that value reproduces it, but would shift the indices, so only without them.
+    geometry = _pool_geometry(context, layer, inert_padding=True, full_kernel_divisor=False,
+                              fill_empty_windows=not want_indices)
+    attrs = _pool_attributes(context, layer, geometry, "MaxPool", dilation_since=10)
     values = context.name_output(layer, 0)
     if not want_indices:
-        context.node_into("MaxPool", [context.input(layer, 0)], [values], layer.name, **attrs)
+        floor = openvino_max_floor(dtype_of(info.element_type))
+        source = _pre_pad(context, context.input(layer, 0), geometry, info.element_type, layer.name, floor)
+        context.node_into("MaxPool", [source], [values], layer.name, **attrs)
         return
     if context.opset < 8:
         raise ConversionError(f"the Indices output needs MaxPool-8 (requested opset {context.opset})")

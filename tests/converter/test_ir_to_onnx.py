@@ -192,10 +192,30 @@ def test_maxpool_indices_axis_and_type(axis, index_type, tmp_path):
     _compare_with_openvino(model, x, tmp_path)
 
 
-def test_maxpool_ceil_window_starting_in_padding_is_refused():
-    # L=4, k=2, s=2, pads (0,1), ceil: OpenVINO keeps a third window made of padding only (value -3.4e38).
+@pytest.mark.parametrize("element_type, dtype, floor", [
+    ("f32", np.float32, np.finfo(np.float32).min),
+    ("f16", np.float16, -np.inf),
+    ("i8", np.int8, -128),
+    ("u8", np.uint8, 0),
+])
+def test_maxpool_window_of_padding_becomes_pad_of_openvinos_floor(element_type, dtype, floor, tmp_path):
+    # L=4, k=2, s=2, pads (0,1), ceil: OpenVINO keeps a third window made of padding only, whose value is
+    # its floor (f32: -3.4e38, f16: -inf, i8: -128, u8: 0). Pad(that value) + MaxPool reproduces it:
+    # x = [1, 2, 3, 4] -> [2, 4, floor].
     model = _pool_ir("MaxPool", "opset1", {"kernel": (2,), "strides": (2,), "pads_begin": (0,), "pads_end": (1,),
-                                           "rounding_type": "ceil"}, (1, 1, 4))
+                                           "rounding_type": "ceil"}, (1, 1, 4), element_type=element_type)
+    x = np.arange(1, 5, dtype=dtype).reshape(1, 1, 4)
+    back = _compare_with_openvino(model, x, tmp_path)
+    assert fnames(back) == ["Pad", "MaxPool"]
+    got, _ = run_onnx(back, {"x": x})
+    assert got["y"].ravel().tolist() == [2, 4, floor]
+
+
+def test_maxpool_window_of_padding_with_indices_is_refused():
+    # The same layer with its indices used: a Pad would shift every index, so there is no exact form.
+    model = _pool_ir("MaxPool", "opset8", {"kernel": (2,), "strides": (2,), "pads_begin": (0,), "pads_end": (1,),
+                                           "rounding_type": "ceil", "dilations": (1,), "axis": 0,
+                                           "index_element_type": "i64"}, (1, 1, 4), outputs=(0, 1))
     with pytest.raises(ConversionError, match="layer 'pool'.*no input element"):
         ir_to_onnx(model)
 
