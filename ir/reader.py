@@ -140,6 +140,8 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
     for key in _LAYER_IDENTITY:
         if element.get(key) is None:
             raise InvalidModelError(f"the <layer> element has no {key!r} attribute", file=source, where=where)
+    if not name.strip():  # it names inputs, outputs and messages (an empty Parameter name gave an ONNX input "")
+        raise InvalidModelError("the layer name is empty", file=source, where=where)
     layer_id = _int_attr(element, "id", source, where)
     if layer_id < 0:
         raise InvalidModelError(f"layer id {layer_id} is negative", file=source, where=where)
