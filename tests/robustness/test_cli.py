@@ -28,14 +28,14 @@ def _write_ir(folder: Path, xml: bytes, weights: bytes | None) -> Path:
     return path
 
 
-@fuzz(40)
+@fuzz(160)
 @given(st.one_of(mutated_tree(), mutated_bytes(), mutated_pool_values()))
 def test_cli_on_mutated_ir(tmp_path_factory, case):
     folder = tmp_path_factory.mktemp("ir")
     all_commands(_write_ir(folder, *case), folder)
 
 
-@fuzz(40)
+@fuzz(160)
 @given(st.one_of(pool_models(), plausible_pool_models()))
 def test_cli_on_mutated_onnx(tmp_path_factory, model):
     folder = tmp_path_factory.mktemp("onnx")
@@ -44,7 +44,7 @@ def test_cli_on_mutated_onnx(tmp_path_factory, model):
     all_commands(path, folder)
 
 
-@fuzz(25)
+@fuzz(100)
 @given(garbled_onnx_bytes())
 def test_cli_on_garbled_onnx(tmp_path_factory, data):
     folder = tmp_path_factory.mktemp("garbled")

@@ -145,7 +145,7 @@ def wrong_feeds(draw):
     return kind, {"x": np.float32(0)}
 
 
-@fuzz(120)
+@fuzz(480)
 @given(st.sampled_from(sorted(MODELS)), wrong_feeds())
 def test_wrong_feeds_are_refused_naming_the_input(which, case):
     kind, feeds = case

@@ -161,14 +161,14 @@ def mutated_bytes(draw):
     return bytes(data), base.weights
 
 
-@fuzz(450)
+@fuzz(1800)
 @given(mutated_tree(), st.integers(0, 2**16))
 def test_mutated_ir_tree_is_refused_or_works(case, seed):
     xml, weights = case
     exercise_ir(xml, weights, seed=seed)
 
 
-@fuzz(150)
+@fuzz(600)
 @given(mutated_bytes())
 def test_mutated_ir_bytes_are_refused_or_work(case):
     xml, weights = case
@@ -211,7 +211,7 @@ def mutated_pool_values(draw):
     return etree.tostring(root), base.weights
 
 
-@fuzz(300)
+@fuzz(1200)
 @given(mutated_pool_values(), st.integers(0, 2**16))
 def test_pool_attribute_ranges_are_refused_or_work(case, seed):
     xml, weights = case
@@ -238,7 +238,7 @@ def lying_consts(draw):
     return etree.tostring(root), draw(mutated_bin(base.weights))
 
 
-@fuzz(200)
+@fuzz(800)
 @given(lying_consts(), st.integers(0, 2**16))
 def test_lying_const_offsets_and_sizes_are_refused_or_work(case, seed):
     xml, weights = case
@@ -285,7 +285,7 @@ def plausible_ir_pools(draw):
     return xml.encode()
 
 
-@fuzz(300)
+@fuzz(1200)
 @given(plausible_ir_pools(), st.integers(0, 2**16), st.booleans())
 def test_edge_of_range_ir_pooling_runs_and_converts_exactly(xml, seed, specials):
     exercise_ir(xml, None, seed=seed, specials=specials)

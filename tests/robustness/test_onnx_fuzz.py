@@ -102,7 +102,7 @@ def pool_models(draw) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
 
 
-@fuzz(500)
+@fuzz(2000)
 @given(pool_models(), st.integers(0, 2**16))
 def test_mutated_onnx_pooling_nodes_are_refused_or_work(model, seed):
     exercise_onnx(model, seed=seed)
@@ -159,7 +159,7 @@ def broken_graphs(draw) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=opsets, ir_version=10)
 
 
-@fuzz(60)
+@fuzz(240)
 @given(broken_graphs(), st.integers(0, 2**16))
 def test_broken_onnx_graphs_are_refused_or_work(model, seed):
     exercise_onnx(model, seed=seed)
@@ -193,7 +193,7 @@ def garbled_onnx_bytes(draw) -> bytes:
     return b'<?xml version="1.0"?><net name="x" version="11"/>'
 
 
-@fuzz(150)
+@fuzz(600)
 @given(garbled_onnx_bytes())
 def test_garbled_onnx_files_are_refused_or_work(tmp_path_factory, data):
     path = Path(tmp_path_factory.mktemp("garbled")) / "model.onnx"
@@ -243,7 +243,7 @@ def plausible_pool_models(draw) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
 
 
-@fuzz(300)
+@fuzz(1200)
 @given(plausible_pool_models(), st.integers(0, 2**16), st.booleans())
 def test_edge_of_range_onnx_pooling_is_refused_or_works(model, seed, specials):
     exercise_onnx(model, seed=seed, specials=specials)
