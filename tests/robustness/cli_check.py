@@ -4,6 +4,7 @@ an internal error (exit 3)."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -31,12 +32,22 @@ def invoke_cli(kind: str, args: list[str], names: str | None = None, allowed=(0,
     return result
 
 
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
 def all_commands(model: Path, work: Path) -> None:
-    """inspect, run (-o), convert and verify on one model file; each must keep the CLI contract."""
+    """inspect, run (-o), convert and verify on one model file; each must keep the CLI contract and leave the
+    model (and its .bin) byte for byte as it was."""
     name = str(model)
+    inputs = (model, model.with_suffix(".bin"))
+    before = [_digest(path) for path in inputs]
     invoke_cli("inspect", ["inspect", model], names=name)
     invoke_cli("inspect", ["inspect", model, "--json"], names=name)
     invoke_cli("run", ["run", model, "-o", work / "out.npz"], names=name)
     target = work / ("out.onnx" if model.suffix == ".xml" else "out.xml")
     invoke_cli("convert", ["convert", model, "-o", target], names=name)
     invoke_cli("verify", ["verify", model, "--report", work / "report.json"], allowed=(0, 1, 2))
+    assert [_digest(path) for path in inputs] == before, f"a command modified {model} or its .bin"
+    leftovers = [p.name for p in work.iterdir() if p.name.startswith(".")]  # ir.atomic's temporaries are dotfiles
+    assert not leftovers, f"temporary files left behind: {leftovers}"
