@@ -120,3 +120,35 @@ def test_hostile_options(tmp_path, args, message):
     result = invoke_cli("options", [a.format(m=model, tmp=tmp_path) for a in args], allowed=(2,))
     assert message in result.stderr
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def _break_example(folder: Path, breakage: str) -> None:
+    import numpy as np
+
+    if breakage == "manifest not JSON":
+        (folder / "manifest.json").write_text('{"oops')
+    elif breakage == "manifest a list":
+        (folder / "manifest.json").write_text("[1, 2, 3]")
+    elif breakage == "manifest wrong types":
+        (folder / "manifest.json").write_text('{"expected_refused": 12345}')
+    elif breakage == "expected.npz garbage":
+        (folder / "expected.npz").write_bytes(b"PK\x03\x04garbage")
+    elif breakage == "inputs.npz garbage":
+        (folder / "inputs.npz").write_bytes(bytes(range(100)))
+    elif breakage == "expected.npz pickled":
+        np.savez(folder / "expected.npz", y=np.array([object()], dtype=object))
+    elif breakage == "no model":
+        for model in (*folder.glob("*.onnx"), *folder.glob("*.xml")):
+            model.unlink()
+
+
+@pytest.mark.parametrize("breakage", ["manifest not JSON", "manifest a list", "manifest wrong types",
+                                      "expected.npz garbage", "inputs.npz garbage", "expected.npz pickled", "no model"])
+def test_verify_on_a_broken_example_folder(tmp_path, breakage):
+    import shutil
+
+    folder = tmp_path / "example"
+    shutil.copytree(Path(__file__).parents[2] / "examples" / "maxpool_2d_ceil", folder)
+    _break_example(folder, breakage)
+    result = invoke_cli("verify", ["verify", folder], names=str(folder), allowed=(2,))
+    assert result.exit_code == 2
