@@ -235,9 +235,9 @@ def _read_const(layer: Layer, blob, source: str, where: str) -> np.ndarray:
 
 def check_size(shape: Shape, what: str, source: str | None, where: str | None) -> None:
     """Refuse a shape whose static part alone exceeds MAX_ELEMENTS, before anything is allocated."""
-    # A dynamic dim counts with its lower bound. One dim alone above the limit is refused too: beside a
-    # zero dim the product is 0, and shape "0, 4611686018427387904" made numpy's reshape raise ValueError.
-    if math.prod(d.min for d in shape) > MAX_ELEMENTS or any(d.min > MAX_ELEMENTS for d in shape):
+    # A dynamic dim counts with its lower bound, a zero dim as 1: beside a zero dim the product is 0, and
+    # shapes "0, 4611686018427387904" and "0, 2147483648, 2147483648" made numpy's reshape raise ValueError.
+    if math.prod(max(d.min, 1) for d in shape) > MAX_ELEMENTS:
         raise InvalidModelError(f"{what} {[str(d) for d in shape]} has more than {MAX_ELEMENTS} elements "
                                 "(2**31, the limit poolir allocates)", file=source, where=where)
 
