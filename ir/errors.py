@@ -26,7 +26,10 @@ class PoolirError(Exception):
 
     def _format(self) -> str:
         parts = [p for p in (self.file, self.where) if p]
-        return ": ".join([*parts, self.problem])
+        # One line whatever a hostile file puts in its names: an ONNX op_type "AveragePool*\x15\n..." made a
+        # two-line message. Control characters are shown escaped.
+        return "".join(char if char.isprintable() or char == " " else repr(char)[1:-1]
+                       for char in ": ".join([*parts, self.problem]))
 
     def located(self, *, file: str | os.PathLike | None = None, where: str | None = None) -> "PoolirError":
         """Return a copy of this error with the file and/or location filled in where missing."""
