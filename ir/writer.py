@@ -8,6 +8,7 @@ and writing it again gives identical bytes. `rt_info` elements are re-emitted fr
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -164,7 +165,15 @@ def _emit_element(lines: list[str], element: etree._Element, depth: int) -> None
         lines.append(f"{indent}</{element.tag}>")
 
 
+# Characters XML 1.0 cannot hold at all, not even as character references.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
 def _escape(value: object, quote: bool = True) -> str:
+    found = _NOT_XML.search(str(value))
+    if found:  # a converted ONNX name with \x17 in it was written, and then the file could not be read back
+        raise UsageError(f"{str(value)!r} holds the character U+{ord(found.group()):04X}, which an IR .xml file "
+                         "cannot represent")
     text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if quote:
         text = text.replace('"', "&quot;").replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#9;")
