@@ -68,7 +68,10 @@ def command(source: Path, destination: Path, opset: int | None, ir_version: str 
             model = onnx_to_ir(load_onnx(source), input_shapes=shapes, ir_version=int(ir_version or 11))
         except PoolirError as error:
             raise error.located(file=source) from None
-        ir.write_model(model, destination)
+        try:
+            ir.write_model(model, destination)
+        except PoolirError as error:  # e.g. a name XML cannot hold
+            raise error.located(file=source) from None
         written = [destination] + ([destination.with_suffix(".bin")]
                                    if any(layer.type == "Const" for layer in model.layers) else [])
     elif kinds == (".xml", ".onnx"):
