@@ -57,7 +57,9 @@ class ModelDescription:
     warnings: list[str]
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        # protobuf hands an ONNX string field that is not valid UTF-8 back as bytes (a garbled graph name
+        # b'\xd3' made 'poolir inspect --json' an internal error): show it decoded with replacements.
+        return json.dumps(asdict(self), indent=2, default=_json_fallback)
 
     def render(self) -> str:
         lines = [f"{self.file}: {self.version}, model '{self.name}'"]
@@ -252,6 +254,12 @@ def _disagree(declared: list | None, inferred: list | None) -> bool:
     if len(declared) != len(inferred):
         return True
     return any(isinstance(a, int) and isinstance(b, int) and a != b for a, b in zip(declared, inferred))
+
+
+def _json_fallback(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _json_value_onnx(value: Any) -> Any:
