@@ -22,7 +22,9 @@ import pytest
 import runtime
 
 GENERATOR_MODULES = ("averagepool", "maxpool", "lppool", "globalaveragepool", "globalmaxpool")
-SEED_004 = Path("/work/shared/seeds/004_367079bfeb48a1e3.txt")
+# The seed texts live in shared/ beside the checkout (as in CI); a checkout alone skips the seed tests.
+SEED_004 = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "004_367079bfeb48a1e3.txt"
+needs_seed = pytest.mark.skipif(not SEED_004.is_file(), reason=f"the seed text {SEED_004} is not beside this checkout")
 
 
 def _backend_cases():
@@ -101,6 +103,8 @@ def _seed_examples():
     """(name, node, inputs, outputs) for every example of the MaxPool-12 section whose arrays are
     written out (examples that draw random inputs and call onnx's test helpers are skipped: the
     backend tests above cover them)."""
+    if not SEED_004.is_file():
+        return []
     text = SEED_004.read_text()
     section = text.split("Examples\n", 1)[1].split("\nDifferences\n", 1)[0]
     blocks = re.split(r"\n(?=maxpool_[a-z0-9_]+\n)", "\n" + section)
@@ -121,6 +125,7 @@ def _seed_examples():
 SEED_EXAMPLES = {name: (node, inputs, outputs) for name, node, inputs, outputs in _seed_examples()}
 
 
+@needs_seed
 def test_seed_examples_are_found():
     assert set(SEED_EXAMPLES) == {
         "test_maxpool_2d_uint8", "test_maxpool_2d_precomputed_pads", "test_maxpool_with_argmax_2d_precomputed_pads",
