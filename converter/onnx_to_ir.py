@@ -132,6 +132,7 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
     if ir_version not in (10, 11):
         raise UsageError(f"IR version {ir_version} is not supported (10 or 11)")
     graph = onnx_model.graph
+    _refuse_undecodable_names(graph)
     opset = _default_opset(onnx_model)
     _refuse_unsupported(onnx_model, opset)
     builder = GraphBuilder(graph.name or "model")
@@ -180,6 +181,20 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
 
 # ---------------------------------------------------------------------------------------------------
 # Graph boundary
+
+
+def _refuse_undecodable_names(graph: onnx.GraphProto) -> None:
+    """protobuf returns a string field that is not valid UTF-8 as bytes; such a name cannot become an IR name
+    (a garbled graph name b'\\xd3' reached onnx.helper on the way back to ONNX and raised UnicodeDecodeError)."""
+    named = [("the graph name", graph.name)]
+    named += [(f"node #{index}: {what}", value) for index, node in enumerate(graph.node)
+              for what, value in (("name", node.name), ("op_type", node.op_type),
+                                  *(("an input", v) for v in node.input), *(("an output", v) for v in node.output))]
+    named += [("a graph input", v.name) for v in graph.input] + [("a graph output", v.name) for v in graph.output]
+    named += [("an initializer", v.name) for v in graph.initializer]
+    for what, value in named:
+        if isinstance(value, bytes):
+            raise InvalidModelError(f"{what} {value!r} is not valid UTF-8 text")
 
 
 def _default_opset(onnx_model: onnx.ModelProto) -> int:
