@@ -107,9 +107,12 @@ def test_refused_ir_leaves_no_output(tmp_path):
     xml = tmp_path / "hand.xml"
     builder = ir.GraphBuilder("hand")
     x = builder.parameter("x", "f32", (1, 1, 4))
-    (y,) = builder.add("MaxPool", "opset1", [x], attrs={"kernel": (2,), "strides": (2,), "pads_begin": (0,),
-                                                        "pads_end": (1,), "rounding_type": "ceil"}, name="pool")
-    builder.result(y, name="y")
+    # A ceil window wholly in the padding, with the indices used: no exact ONNX form (ir_to_onnx).
+    values, indices = builder.add("MaxPool", "opset8", [x], attrs={
+        "kernel": (2,), "strides": (2,), "pads_begin": (0,), "pads_end": (1,), "rounding_type": "ceil",
+        "dilations": (1,), "axis": 0, "index_element_type": "i64"}, name="pool")
+    builder.result(values, name="y")
+    builder.result(indices, name="indices")
     ir.write_model(builder.build(), xml)
     result = invoke(xml, "-o", tmp_path / "hand.onnx")
     assert result.exit_code == 2
