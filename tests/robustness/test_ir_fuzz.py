@@ -53,6 +53,8 @@ def set_attribute(draw, root):
 
 def delete_attribute(draw, root):
     candidates = _elements(root, lambda e: len(e.attrib) > 0)
+    if not candidates:  # earlier mutations may have removed every attribute
+        return
     element = draw(st.sampled_from(candidates))
     del element.attrib[draw(st.sampled_from(sorted(element.attrib)))]
 
@@ -64,12 +66,18 @@ def set_dim(draw, root):
 
 
 def remove_element(draw, root):
-    element = draw(st.sampled_from(_elements(root, lambda e: e is not root)))
+    children = _elements(root, lambda e: e is not root)
+    if not children:
+        return
+    element = draw(st.sampled_from(children))
     element.getparent().remove(element)
 
 
 def duplicate_element(draw, root):
-    element = draw(st.sampled_from(_elements(root, lambda e: e is not root)))
+    children = _elements(root, lambda e: e is not root)
+    if not children:
+        return
+    element = draw(st.sampled_from(children))
     element.addnext(copy.deepcopy(element))
 
 
