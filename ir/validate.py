@@ -35,18 +35,13 @@ def validate_graph(model: Model) -> None:
                 check_pool_ranges(layer.attrs)
         except PoolirError as error:
             raise _model_error(error).located(file=source, where=_where(layer)) from None
-        low, high = schema.outputs
-        count = len(layer.outputs)
-        if count < low or (high is not None and count > high):
-            expected = f"{low}" if low == high else f"{low} to {high if high is not None else 'any number of'}"
-            raise InvalidModelError(f"has {count} output ports, {schema.label} has {expected}",
-                                    file=source, where=_where(layer))
-        low, high = schema.inputs
-        count = len(layer.inputs)
-        if count < low or (high is not None and count > high):
-            expected = f"{low}" if low == high else f"{low} to {high if high is not None else 'any number of'}"
-            raise InvalidModelError(f"has {count} input ports, {schema.label} takes {expected}",
-                                    file=source, where=_where(layer))
+        for kind, ports, (low, high), verb in (("output", layer.outputs, schema.outputs, "has"),
+                                               ("input", layer.inputs, schema.inputs, "takes")):
+            count = len(ports)
+            if count < low or (high is not None and count > high):
+                expected = f"{low}" if low == high else f"{low} to {high if high is not None else 'any number of'}"
+                raise InvalidModelError(f"has {count} {kind} ports, {schema.label} {verb} {expected}",
+                                        file=source, where=_where(layer))
         if layer.type == "Const" and layer.data is None:
             raise InvalidModelError("the Const has no data", file=source, where=_where(layer))
 
