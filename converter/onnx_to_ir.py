@@ -379,6 +379,10 @@ def _plan(pool: onnx_ops.OnnxPool, spatial: tuple[int | None, ...]) -> tuple[_Ir
     if family == "max" and any(w is not None and not w.real_taps().all() for w in windows):
         raise ConversionError("a window holds no input element, only padding: ONNX gives -inf there and "
                               "OpenVINO the lowest finite value with index 0, so no exact IR exists")
+    if family == "max" and any(w is None and _padding_window_possible(pool, axis) for axis, w in enumerate(windows)):
+        raise ConversionError("with dynamic spatial dims, some input lengths give a window that holds no input "
+                              "element, only padding (ONNX: -inf, OpenVINO: its lowest finite value); fix the "
+                              "shape with --input-shape")
     if pool.auto_pad in ("same_upper", "same_lower"):
         if all(w is not None for w in windows):
             return _IrWindows(tuple(w.pad_begin for w in windows), tuple(w.pad_end for w in windows), "floor",
@@ -429,6 +433,34 @@ def _plan(pool: onnx_ops.OnnxPool, spatial: tuple[int | None, ...]) -> tuple[_Ir
     fitted = _fit_rounding(padded, full_kernel_divisor=False, exclude_pad=True, allow_zero_pads=False)
     return _IrWindows(fitted.pads_begin, fitted.pads_end, fitted.rounding, exclude_pad=True,
                       pre_pad=(pool.pads_begin, pool.pads_end)), out_spatial
+
+
+# Beyond this many lengths to try, a dynamic axis with pads or dilation is assumed to allow a padding window.
+_PADDING_WINDOW_SEARCH_LIMIT = 4096
+
+
+def _padding_window_possible(pool: onnx_ops.OnnxPool, axis: int) -> bool:
+    """Whether some input length L >= 1 gives a window along `axis` without any input element.
+
+    Left-edge windows do not depend on L, right-edge windows only on L mod stride once L exceeds the
+    span of the pads, the dilated kernel and a stride's worth of dilated taps (and small L, where dilated
+    taps can skip the whole input, is tried one by one), so trying every L up to twice that span decides it.
+    """
+    kernel, stride, dilation = pool.kernel[axis], pool.strides[axis], pool.dilations[axis]
+    pads = pool.pads_begin[axis] + pool.pads_end[axis]
+    if pool.auto_pad == "valid" or (pads == 0 and dilation == 1 and pool.auto_pad == "explicit"):
+        return False  # every window starts inside the input and its taps are contiguous
+    limit = 2 * ((kernel - 1) * dilation + 1 + pads + stride * dilation) + stride
+    if limit > _PADDING_WINDOW_SEARCH_LIMIT:
+        return True
+    for length in range(1, limit + 1):
+        try:
+            window = _onnx_axis(pool, axis, length)
+        except InvalidModelError:  # no window at all for this length: the model cannot run on it
+            continue
+        if not window.real_taps().all():
+            return True
+    return False
 
 
 def _onnx_axis(pool: onnx_ops.OnnxPool, axis: int, length: int | None) -> AxisWindow | None:

@@ -348,3 +348,32 @@ def test_dynamic_spatial_dims_are_exact_for_the_actual_length_or_refused(case: P
             continue
         assert_outputs_match(run_in_openvino(model, {"x": x}, tmp_path), expected, case.dtype,
                              f"OpenVINO, dynamic spatial dims, length +{grow}")
+
+
+def _dynamic_length_max_pool(pads, kernel, dilation):
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[kernel], pads=pads, dilations=[dilation])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 1, "L"])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
+
+
+@pytest.mark.parametrize("pads, kernel, dilation", [
+    ([2, 0], 2, 1),   # the first window, taps -2 and -1, is padding for every L
+    ([0, 3], 2, 1),   # L=4: windows start at 0..4; the last, taps 4 and 5, is padding
+    ([1, 1], 2, 3),   # L=1: taps -1 and 2 skip the one input element
+])
+def test_dynamic_length_max_pool_that_can_have_a_padding_window_is_refused(pads, kernel, dilation):
+    # ONNX gives -inf for such a window and OpenVINO its lowest finite value; with a static length the same
+    # check runs on the real windows, with a dynamic one every length that can occur must be safe.
+    with pytest.raises(ConversionError, match="dynamic spatial dims.*--input-shape"):
+        onnx_to_ir(_dynamic_length_max_pool(pads, kernel, dilation))
+
+
+def test_dynamic_length_max_pool_without_padding_windows_is_exact_at_every_length(tmp_path):
+    # pads (1, 1) with kernel 3: every window holds an input element whatever L is.
+    model = _dynamic_length_max_pool([1, 1], 3, 1)
+    path = tmp_path / "pool.xml"
+    ir.write_model(onnx_to_ir(model), path)
+    for length in range(1, 10):
+        x = np.random.default_rng(length).standard_normal((2, 1, length)).astype(np.float32)
+        np.testing.assert_array_equal(openvino_run_xml(path, {"x": x})["y"], onnxruntime_run(model, {"x": x})["y"])
