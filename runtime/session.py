@@ -118,7 +118,10 @@ class Session:
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         self.check_feeds(feeds)
         try:
-            return self._program.execute(feeds)
+            # NaN and inf are results, not errors: inf - inf is NaN by IEEE 754 in both worlds, and numpy's
+            # warnings about them would only be noise on stderr (the README states the NaN/inf rules).
+            with np.errstate(all="ignore"):
+                return self._program.execute(feeds)
         except MemoryError as error:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
             raise UnsupportedError(f"not enough memory to run the model ({error})", file=self.source) from None
 
