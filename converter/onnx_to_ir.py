@@ -435,6 +435,34 @@ def _plan(pool: onnx_ops.OnnxPool, spatial: tuple[int | None, ...]) -> tuple[_Ir
                       pre_pad=(pool.pads_begin, pool.pads_end)), out_spatial
 
 
+def _check_kernel_fits_every_length(pool: onnx_ops.OnnxPool, spatial: tuple[int | None, ...], plan: _IrWindows) -> None:
+    """OpenVINO refuses a dilated kernel longer than the padded input (fact 7) even where ceil rounding gives a
+    window; with a dynamic length it cannot check that when it loads the IR, and at run time it returns an
+    empty tensor and then crashes (measured: LpPool k=3, s=3, ceil_mode=1, no pads on a dynamic axis of length
+    1 gave shape (0, 2, 0, 0), and the next inference a segmentation fault). ONNX's ceil_mode accepts such
+    lengths, so refuse when one of them is possible: the smallest length ONNX accepts is the one to check."""
+    if plan.auto_pad != "explicit":
+        return  # SAME pads always cover the dilated kernel
+    for axis, length in enumerate(spatial):
+        if length is not None:
+            continue
+        effective = (pool.kernel[axis] - 1) * pool.dilations[axis] + 1
+        padded = plan.pads_begin[axis] + plan.pads_end[axis] + (sum(p[axis] for p in plan.pre_pad) if plan.pre_pad else 0)
+        # ONNX's window count grows with the length, and under ceil_mode it is >= 1 exactly when
+        # L + pads - ek > -stride: the shortest length it accepts is the one to compare with the kernel.
+        shortest = max(1, effective - pool.strides[axis] - pool.pads_begin[axis] - pool.pads_end[axis] + 1)
+        if shortest + padded >= effective:
+            continue
+        try:
+            _onnx_axis(pool, axis, shortest)
+        except InvalidModelError:
+            continue  # ONNX has no window at this length either
+        raise ConversionError(
+            f"spatial axis {axis} is dynamic and ONNX's ceil_mode accepts a length of {shortest}, shorter than the "
+            f"dilated kernel {effective} with pads {padded}, which OpenVINO cannot run; fix the shape with "
+            "--input-shape")
+
+
 # Beyond this many lengths to try, a dynamic axis with pads or dilation is assumed to allow a padding window.
 _PADDING_WINDOW_SEARCH_LIMIT = 4096
 
@@ -532,6 +560,7 @@ def _convert_window_pool(builder: GraphBuilder, pool: onnx_ops.OnnxPool, x: _Val
         raise InvalidModelError(f"input rank {len(x.shape)} does not match kernel_shape with "
                                 f"{pool.spatial_rank} axes (expected N, C and {pool.spatial_rank} spatial dims)")
     plan, out_spatial = _plan(pool, x.shape[2:])
+    _check_kernel_fits_every_length(pool, x.shape[2:], plan)
     out_shape = x.shape[:2] + out_spatial
     source = x.ref
     if plan.pre_pad is not None:

@@ -108,6 +108,16 @@ def _check_pool_attrs(layer_type: str, attrs: dict, rank: int) -> None:
             raise UsageError(f"attribute {name!r} = {_ints(values)} has {len(values)} values for "
                              f"{rank} spatial axes")
     check_pool_ranges(attrs)
+    if attrs.get("exclude-pad") and attrs.get("auto_pad", "explicit") == "explicit":
+        # Rule 5: a window could lie entirely in the padding and average nothing. OpenVINO checks it from the
+        # attributes alone, so it holds for a dynamic length too (its CPU plugin refuses that IR when compiling).
+        for axis, (pad_begin, pad_end) in enumerate(zip(attrs["pads_begin"], attrs["pads_end"])):
+            dilation = attrs["dilations"][axis] if attrs.get("dilations") else 1
+            effective = (attrs["kernel"][axis] - 1) * dilation + 1
+            if max(pad_begin, pad_end) >= effective:
+                raise UsageError(f"spatial axis {axis}: pads {pad_begin}, {pad_end} are not smaller than the dilated "
+                                 f"kernel {effective}, so with exclude-pad a window can lie entirely in the padding; "
+                                 "OpenVINO refuses such an AvgPool")
 
 
 def _pool_axis(attrs: dict, axis: int, length: int) -> AxisWindow:
@@ -122,11 +132,6 @@ def _pool_axis(attrs: dict, axis: int, length: int) -> AxisWindow:
         pad_begin, pad_end = 0, 0
     else:
         pad_begin, pad_end = attrs["pads_begin"][axis], attrs["pads_end"][axis]
-        if attrs.get("exclude-pad") and max(pad_begin, pad_end) >= effective:
-            # Rule 5: a window could lie entirely in the padding and average nothing.
-            raise UsageError(f"spatial axis {axis}: pads {pad_begin}, {pad_end} are not smaller than the dilated "
-                             f"kernel {effective}, so with exclude-pad a window can lie entirely in the padding; "
-                             "OpenVINO refuses such an AvgPool")
     if effective > length + pad_begin + pad_end:
         raise UsageError(f"spatial axis {axis}: the dilated kernel {effective} is larger than the padded "
                          f"input {length + pad_begin + pad_end} (input {length}, pads {pad_begin}, {pad_end}); "

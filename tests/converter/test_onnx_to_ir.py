@@ -377,3 +377,34 @@ def test_dynamic_length_max_pool_without_padding_windows_is_exact_at_every_lengt
     for length in range(1, 10):
         x = np.random.default_rng(length).standard_normal((2, 1, length)).astype(np.float32)
         np.testing.assert_array_equal(openvino_run_xml(path, {"x": x})["y"], onnxruntime_run(model, {"x": x})["y"])
+
+
+def _lp_pool(shape):
+    # LpPool-22 k=3 s=3 ceil_mode=1 p=3 on the last axis: ONNX accepts a length of 1 (one window, x[0] and two
+    # overhang taps), where the kernel is longer than the (unpadded) input.
+    node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[3], strides=[3], ceil_mode=1, p=3)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
+
+
+def test_dynamic_length_that_can_be_shorter_than_the_kernel_is_refused():
+    # OpenVINO cannot run a kernel longer than the padded input; with a dynamic length its CPU plugin returned an
+    # empty tensor for length 1 and crashed on the next inference, so such an IR is refused.
+    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3], strides=[3], ceil_mode=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 1, "L"])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
+    with pytest.raises(ConversionError, match="dynamic and ONNX's ceil_mode accepts a length of 1.*--input-shape"):
+        onnx_to_ir(model)
+
+
+@pytest.mark.parametrize("length", [1, 2, 4])
+def test_static_length_shorter_than_the_kernel_converts_exactly(length, tmp_path):
+    # Hand-worked for x = [1, 2, ...]: the first window holds x[0..2] clipped to the input, p=3.
+    model = _lp_pool([1, 1, length])
+    path = tmp_path / "lp.xml"
+    ir.write_model(onnx_to_ir(model), path)
+    x = np.arange(1, length + 1, dtype=np.float32).reshape(1, 1, length)
+    expected = np.array([np.sum(x[0, 0, i:i + 3] ** 3) ** (1 / 3) for i in range(0, length, 3)], np.float32)
+    np.testing.assert_allclose(openvino_run_xml(path, {"x": x})["y"].ravel(), expected, rtol=1e-5)

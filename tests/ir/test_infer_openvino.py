@@ -179,9 +179,24 @@ def test_openvino_reads_poolir_pool_files_with_the_same_shapes(tmp_path: Path) -
 @pytest.mark.parametrize("exclude_pad,shape,accepted", [
     (True, (1, 1, 7), False),  # a window of kernel 1 could sit entirely in pads_begin=1
     (False, (1, 1, 7), True),  # include-pad averages the padding zeros: allowed
-    (True, (1, 1, -1), True),  # the check only applies to static axes
 ])
 def test_avgpool_window_entirely_in_padding(exclude_pad: bool, shape: tuple, accepted: bool) -> None:
     case = PoolCase("AvgPool", "opset16", shape, (1,), (1,), (1,), (1,), (0,), "floor", "explicit", exclude_pad)
     assert (_openvino_shape(case) is not None) == accepted
     assert (_poolir_shape(case) is not None) == accepted
+
+
+def test_avgpool_window_entirely_in_padding_on_a_dynamic_axis_cannot_run(tmp_path) -> None:
+    # OpenVINO's model-level shape inference lets the layer through when the length is dynamic, but its CPU
+    # plugin checks the same rule from the attributes when it compiles, so no feed can ever run it: poolir
+    # refuses it when reading, like the static case.
+    case = PoolCase("AvgPool", "opset16", (1, 1, -1), (1,), (1,), (1,), (1,), (0,), "floor", "explicit", True)
+    assert _openvino_shape(case) is not None
+    assert _poolir_shape(case) is None
+    import openvino as ov
+    import openvino.opset16 as ov16
+
+    data = ov16.parameter(ov.PartialShape([1, 1, ov.Dimension()]), np.float32, name="x")
+    node = ov16.avg_pool(data, [1], [1], [1], [1], True, "floor", "explicit", [1])
+    with pytest.raises(RuntimeError, match="exclude_pad"):
+        openvino_core().compile_model(ov.Model([node], [data]), "CPU")
