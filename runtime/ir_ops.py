@@ -385,15 +385,15 @@ class MaxPoolOp:
         return (y, idx)
 
 
-def _slab_origins(shape: tuple[int, ...], spatial_rank: int, flatten_from: int, dtype: np.dtype) -> np.ndarray:
+def _slab_origins(dims: tuple[int, ...], spatial_rank: int, flatten_from: int, dtype: np.dtype) -> np.ndarray:
     """Flat index (in the `flatten_from` layout) of element (n, c, 0, ..., 0) for every leading position,
     shaped to broadcast against the output."""
-    leading = shape[: len(shape) - spatial_rank]
+    leading = dims[: len(dims) - spatial_rank]
     origin = np.zeros(leading, dtype=np.int64)
     stride = 1
-    for axis in range(len(shape) - 1, -1, -1):
+    for axis in range(len(dims) - 1, -1, -1):  # over the axes, last first
         if axis < len(leading) and axis >= flatten_from:
-            coords = np.arange(shape[axis], dtype=np.int64).reshape((-1,) + (1,) * (len(leading) - 1 - axis))
+            coords = np.arange(dims[axis], dtype=np.int64).reshape((-1,) + (1,) * (len(leading) - 1 - axis))
             origin = origin + coords * stride
-        stride *= shape[axis]
+        stride *= dims[axis]
     return origin.reshape(leading + (1,) * spatial_rank).astype(dtype)
