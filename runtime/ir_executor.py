@@ -16,7 +16,6 @@ runtime/tensor_ops.py below, one function per layer type, registered in `_BUILDE
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -26,8 +25,8 @@ from ir.element_types import dtype_of
 from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
 from ir.model import Layer, Model
 from runtime import tensor_ops
-from runtime.ir_ops import (AvgPoolOp, MaxPoolOp, attr_bool, attr_int, attr_ints, attr_str,
-                            op_version_number)
+from ir.validate import topological_order, validate_graph
+from runtime.ir_ops import AvgPoolOp, MaxPoolOp
 from runtime.session import TensorSpec
 
 # A layer's compiled form: input arrays (in input-port order) -> output arrays (in output-port order).
@@ -74,14 +73,13 @@ class IRProgram:
     def __init__(self, model: Model):
         self.model = model
         self.file = model.source
-        layers = {}
-        for layer in model.layers:
-            if layer.id in layers:
-                raise InvalidModelError(f"duplicate layer id {layer.id}", file=self.file)
-            layers[layer.id] = layer
-        self._check_supported(model.layers)
-        producers = self._producers(layers)
-        order = self._topological_order(layers, producers)
+        self._check_supported(model.layers)  # every unsupported layer at once, before the first one fails
+        # ir/validate.py: duplicate ids, dangling or doubled edges, unconnected ports, port counts, the schema
+        # (op version, typed attributes, allowed values, defaults) and attribute ranges; then the order.
+        validate_graph(model)
+        order = topological_order(model)
+        layers = {layer.id: layer for layer in model.layers}
+        producers = {(edge.to_layer, edge.to_port): (edge.from_layer, edge.from_port) for edge in model.edges}
 
         slot_of: dict[tuple[int, int], int] = {}
         for layer in order:
@@ -127,54 +125,6 @@ class IRProgram:
             listed = "; ".join(f"{layer_label(l.name, l.id, l.type)} {l.version}" for l in unsupported)
             raise UnsupportedError(f"unsupported layer types: {listed} (supported: "
                                    f"{', '.join(supported_layer_types())})", file=self.file)
-
-    def _producers(self, layers: dict[int, Layer]) -> dict[tuple[int, int], tuple[int, int]]:
-        """(to_layer, to_port) -> (from_layer, from_port), every edge checked."""
-        producers: dict[tuple[int, int], tuple[int, int]] = {}
-        for edge in self.model.edges:
-            text = f"edge {edge.from_layer}:{edge.from_port} -> {edge.to_layer}:{edge.to_port}"
-            for layer_id, port_id, side in ((edge.from_layer, edge.from_port, "outputs"),
-                                            (edge.to_layer, edge.to_port, "inputs")):
-                layer = layers.get(layer_id)
-                if layer is None:
-                    raise InvalidModelError(f"{text}: no layer with id {layer_id}", file=self.file)
-                if not any(port.id == port_id for port in getattr(layer, side)):
-                    kind = "output" if side == "outputs" else "input"
-                    raise InvalidModelError(f"{text}: {layer_label(layer.name, layer.id, layer.type)} has no "
-                                            f"{kind} port {port_id}", file=self.file)
-            key = (edge.to_layer, edge.to_port)
-            if key in producers:
-                raise InvalidModelError(f"{text}: input port {edge.to_port} already has an edge", file=self.file)
-            producers[key] = (edge.from_layer, edge.from_port)
-        for layer in layers.values():
-            for port in layer.inputs:
-                if (layer.id, port.id) not in producers:
-                    raise InvalidModelError(f"input port {port.id} is not connected", file=self.file,
-                                            where=layer_label(layer.name, layer.id, layer.type))
-        return producers
-
-    def _topological_order(self, layers: dict[int, Layer],
-                           producers: dict[tuple[int, int], tuple[int, int]]) -> list[Layer]:
-        waiting = {layer_id: {producers[(layer_id, port.id)][0] for port in layer.inputs}
-                   for layer_id, layer in layers.items()}
-        consumers: dict[int, list[int]] = {}
-        for (to_layer, _), (from_layer, _) in producers.items():
-            consumers.setdefault(from_layer, []).append(to_layer)
-        # Kahn's algorithm, seeded in file order so the plan is deterministic.
-        ready = deque(layer.id for layer in self.model.layers if not waiting[layer.id])
-        order: list[Layer] = []
-        while ready:
-            layer_id = ready.popleft()
-            order.append(layers[layer_id])
-            for consumer in dict.fromkeys(consumers.get(layer_id, ())):
-                waiting[consumer].discard(layer_id)
-                if not waiting[consumer]:
-                    ready.append(consumer)
-        if len(order) != len(layers):
-            stuck = sorted(set(layers) - {layer.id for layer in order})
-            raise InvalidModelError(f"the graph has a cycle through layer ids {', '.join(map(str, stuck))}",
-                                    file=self.file)
-        return order
 
     def _plan_parameter(self, layer: Layer, outputs: tuple[int, ...]) -> None:
         port = layer.outputs[0]
@@ -249,10 +199,6 @@ class IRProgram:
 # ==================================================================================================
 
 
-def _version(info: _LayerInfo, known: tuple[int, ...]) -> int:
-    return op_version_number(info.layer, known)
-
-
 # --- pooling ---------------------------------------------------------------------------------------
 
 @_builder("AvgPool")
@@ -264,7 +210,7 @@ def _avg_pool(info: _LayerInfo) -> LayerFn:
 @_builder("MaxPool")
 def _max_pool(info: _LayerInfo) -> LayerFn:
     op = MaxPoolOp(info.layer, want_indices=1 in info.used_outputs)
-    if op.version.has_indices and not op.want_indices:
+    if op.has_indices and not op.want_indices:
         # The index output is not consumed: do not compute it, but keep the port filled with a
         # placeholder so the plan stays uniform.
         return lambda args: (*op(args[0]), None)
@@ -274,7 +220,7 @@ def _max_pool(info: _LayerInfo) -> LayerFn:
 # --- elementwise -----------------------------------------------------------------------------------
 
 def _broadcasting(info: _LayerInfo, function: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> LayerFn:
-    mode = attr_str(info.layer, "auto_broadcast", "numpy")
+    mode = info.layer.attrs.get("auto_broadcast", "numpy")
     if mode not in ("numpy", "none"):
         raise UnsupportedError(f"auto_broadcast={mode!r} is not supported (numpy, none)")
 
@@ -380,7 +326,7 @@ _builder("Sqrt")(_unary(lambda x: tensor_ops.unary_float(np.sqrt, x) if tensor_o
 
 @_builder("Convert")
 def _convert(info):
-    dtype = dtype_of(attr_str(info.layer, "destination_type", ""))
+    dtype = dtype_of(info.layer.attrs.get("destination_type", ""))
     # float -> integer truncates toward zero (OpenVINO: [-1.7, 1.5, 2.5] -> [-1, 1, 2] for i32), as
     # numpy's astype does; to boolean: x != 0.
     if dtype == np.bool_:
@@ -409,7 +355,7 @@ def _axis(value: int, rank: int, what: str = "axis") -> int:
 
 @_builder("Reshape")
 def _reshape(info):
-    special_zero = attr_bool(info.layer, "special_zero", False)
+    special_zero = info.layer.attrs.get("special_zero", False)
 
     def run(args):
         x, shape = args
@@ -425,7 +371,7 @@ def _reshape(info):
 
 @_builder("Squeeze")
 def _squeeze(info):
-    allow_skip = attr_bool(info.layer, "allow_axis_skip", False)
+    allow_skip = info.layer.attrs.get("allow_axis_skip", False)
 
     def run(args):
         x = args[0]
@@ -454,13 +400,13 @@ def _unsqueeze(info):
 
 @_builder("Concat")
 def _concat(info):
-    axis = attr_int(info.layer, "axis", 0)
+    axis = info.layer.attrs.get("axis", 0)
     return lambda args: (np.concatenate(args, axis=_axis(axis, args[0].ndim)),)
 
 
 @_builder("Split")
 def _split(info):
-    parts = attr_int(info.layer, "num_splits", 1)
+    parts = info.layer.attrs.get("num_splits", 1)
 
     def run(args):
         x = args[0]
@@ -516,7 +462,7 @@ def _slice(info):
 @_builder("StridedSlice")
 def _strided_slice(info):
     layer = info.layer
-    masks = {name: attr_ints(layer, name, ()) for name in
+    masks = {name: layer.attrs.get(name, ()) for name in
              ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")}
 
     def flag(name: str, i: int) -> bool:
@@ -549,8 +495,7 @@ def _strided_slice(info):
 
 @_builder("Gather")
 def _gather(info):
-    version = _version(info, (1, 7, 8))
-    batch_dims = attr_int(info.layer, "batch_dims", 0) if version >= 7 else 0
+    batch_dims = info.layer.attrs.get("batch_dims", 0)  # Gather-1 has none (ir/schema.py)
 
     def run(args):
         data, indices, axis_array = args
@@ -572,13 +517,13 @@ def _gather(info):
 
 @_builder("ShapeOf")
 def _shape_of(info):
-    dtype = np.dtype(np.int32) if attr_str(info.layer, "output_type", "i64") == "i32" else np.dtype(np.int64)
+    dtype = np.dtype(np.int32) if info.layer.attrs.get("output_type", "i64") == "i32" else np.dtype(np.int64)
     return lambda args: (np.array(args[0].shape, dtype=dtype),)
 
 
 @_builder("Broadcast")
 def _broadcast(info):
-    mode = attr_str(info.layer, "mode", "numpy")
+    mode = info.layer.attrs.get("mode", "numpy")
     if mode not in ("numpy", "explicit", "bidirectional"):
         raise UnsupportedError(f"Broadcast mode {mode!r} is not supported (numpy, explicit, bidirectional)")
 
@@ -600,7 +545,7 @@ def _broadcast(info):
 
 @_builder("Pad")
 def _pad(info):
-    mode = attr_str(info.layer, "pad_mode", "constant")
+    mode = info.layer.attrs.get("pad_mode", "constant")
     numpy_mode = {"constant": "constant", "edge": "edge", "reflect": "reflect", "symmetric": "symmetric"}.get(mode)
     if numpy_mode is None:
         raise InvalidModelError(f"pad_mode {mode!r} is not one of constant, edge, reflect, symmetric")
@@ -623,7 +568,7 @@ _REDUCTIONS = {"ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min", "Re
 @_builder(*_REDUCTIONS)
 def _reduce(info):
     kind = _REDUCTIONS[info.layer.type]
-    keep_dims = attr_bool(info.layer, "keep_dims", False)
+    keep_dims = info.layer.attrs.get("keep_dims", False)
 
     def run(args):
         x = args[0]

@@ -54,104 +54,12 @@ from ir.model import Layer
 from runtime import kernels
 
 # --------------------------------------------------------------------------------------------------
-# Versions are data: which attributes and rounding types each layer version has.
+# Attributes: the IR package's schema (ir/schema.py) selects the op version, types every attribute and
+# checks its allowed values when the model is validated (runtime.ir_executor.IRProgram validates every
+# model it runs), so this module reads them as they are.
 # --------------------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class PoolVersion:
-    roundings: tuple[str, ...]
-    has_dilations: bool
-    has_indices: bool  # a second output with argmax indices, `axis` and `index_element_type`
-
-
-POOL_VERSIONS: dict[tuple[str, int], PoolVersion] = {
-    ("AvgPool", 1): PoolVersion(("floor", "ceil"), has_dilations=False, has_indices=False),
-    ("AvgPool", 14): PoolVersion(("floor", "ceil", "ceil_torch"), has_dilations=False, has_indices=False),
-    ("AvgPool", 16): PoolVersion(("floor", "ceil", "ceil_torch"), has_dilations=True, has_indices=False),
-    ("MaxPool", 1): PoolVersion(("floor", "ceil"), has_dilations=False, has_indices=False),
-    ("MaxPool", 8): PoolVersion(("floor", "ceil"), has_dilations=True, has_indices=True),
-    ("MaxPool", 14): PoolVersion(("floor", "ceil", "ceil_torch"), has_dilations=True, has_indices=True),
-}
-
-AUTO_PADS = ("explicit", "same_upper", "same_lower", "valid")
-# OpenVINO also reads auto_pad="notset" and "" as explicit.
-_AUTO_PAD_ALIASES = {"notset": "explicit", "": "explicit"}
 INDEX_TYPES = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
-
-
-def op_version_number(layer: Layer, known: list[int] | tuple[int, ...]) -> int:
-    """The op version a layer's `version` ("opsetN") selects: the newest of `known` introduced at or
-    before opset N (an opset holds the newest version of each op: MaxPool in "opset13" is MaxPool-8)."""
-    candidates = [v for v in sorted(known) if v <= layer.opset]
-    if not candidates:
-        raise UnsupportedError(f"version {layer.version!r} of {layer.type} is not supported (supported: "
-                               f"{', '.join(f'opset{v} and later' for v in sorted(known)[:1])})")
-    return candidates[-1]
-
-
-def pool_version(layer: Layer) -> tuple[int, PoolVersion]:
-    """(op version number, its PoolVersion row) of an AvgPool or MaxPool layer."""
-    known = [v for t, v in POOL_VERSIONS if t == layer.type]
-    number = op_version_number(layer, known)
-    return number, POOL_VERSIONS[(layer.type, number)]
-
-
-# --------------------------------------------------------------------------------------------------
-# Typed attribute access (tolerant of the reader's typed values and of raw XML strings)
-# --------------------------------------------------------------------------------------------------
-
-
-def attr_ints(layer: Layer, name: str, default: tuple[int, ...] | None = None) -> tuple[int, ...]:
-    value = layer.attrs.get(name)
-    if value is None:
-        if default is None:
-            raise InvalidModelError(f"attribute '{name}' is missing")
-        return default
-    if isinstance(value, str):
-        parts = [p.strip() for p in value.split(",") if p.strip()]
-    elif isinstance(value, (int, np.integer)):
-        parts = [value]
-    else:
-        parts = list(value)
-    try:
-        return tuple(int(p) for p in parts)
-    except (TypeError, ValueError):
-        raise InvalidModelError(f"attribute '{name}' = {value!r} is not a list of integers") from None
-
-
-def attr_str(layer: Layer, name: str, default: str) -> str:
-    value = layer.attrs.get(name)
-    return default if value is None else str(value).strip().lower()
-
-
-def attr_bool(layer: Layer, name: str, default: bool) -> bool:
-    value = layer.attrs.get(name)
-    if value is None:
-        return default
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    text = str(value).strip().lower()
-    if text in ("true", "1"):
-        return True
-    if text in ("false", "0"):
-        return False
-    raise InvalidModelError(f"attribute '{name}' = {value!r} is not a boolean (true or false)")
-
-
-def attr_int(layer: Layer, name: str, default: int) -> int:
-    value = layer.attrs.get(name)
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise InvalidModelError(f"attribute '{name}' = {value!r} is not an integer") from None
-
-
-# --------------------------------------------------------------------------------------------------
-# Shared pooling attributes and geometry
-# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,26 +73,11 @@ class PoolAttributes:
     auto_pad: str
 
     @classmethod
-    def of(cls, layer: Layer, op_version: int, version: PoolVersion) -> "PoolAttributes":
-        kernel = attr_ints(layer, "kernel")
-        rank = len(kernel)
-        ones, zeros = (1,) * rank, (0,) * rank
-        rounding = attr_str(layer, "rounding_type", "floor")
-        if rounding not in version.roundings:
-            raise InvalidModelError(f"attribute 'rounding_type' = {rounding!r} is not allowed in "
-                                    f"{layer.type}-{op_version} (allowed: {', '.join(version.roundings)})")
-        auto_pad = attr_str(layer, "auto_pad", "explicit")
-        auto_pad = _AUTO_PAD_ALIASES.get(auto_pad, auto_pad)
-        if auto_pad not in AUTO_PADS:
-            raise InvalidModelError(f"attribute 'auto_pad' = {auto_pad!r} is not one of {', '.join(AUTO_PADS)}")
-        dilations = attr_ints(layer, "dilations", ones) if version.has_dilations else ones
-        attrs = cls(kernel, attr_ints(layer, "strides", ones), dilations, attr_ints(layer, "pads_begin", zeros),
-                    attr_ints(layer, "pads_end", zeros), rounding, auto_pad)
-        for name in ("strides", "dilations", "pads_begin", "pads_end"):
-            if len(getattr(attrs, name)) != rank:
-                raise InvalidModelError(f"attribute '{name}' has {len(getattr(attrs, name))} values, "
-                                        f"'kernel' has {rank}")
-        return attrs
+    def of(cls, layer: Layer) -> "PoolAttributes":
+        attrs = layer.attrs
+        kernel = attrs["kernel"]
+        return cls(kernel, attrs["strides"], attrs.get("dilations") or (1,) * len(kernel), attrs["pads_begin"],
+                   attrs["pads_end"], attrs["rounding_type"], attrs["auto_pad"])
 
 
 class _WindowCache:
@@ -235,9 +128,8 @@ class AvgPoolOp:
     """AvgPool-1/14/16: one callable per layer, x -> (y,)."""
 
     def __init__(self, layer: Layer):
-        self.op_version, self.version = pool_version(layer)
-        self.attrs = PoolAttributes.of(layer, self.op_version, self.version)
-        self.exclude_pad = attr_bool(layer, "exclude-pad", False)
+        self.attrs = PoolAttributes.of(layer)
+        self.exclude_pad = layer.attrs["exclude-pad"]
         self._cache = _WindowCache(layer, len(self.attrs.kernel))
 
     def _plan(self, windows: tuple[AxisWindow, ...]) -> _AvgPlan:
@@ -338,14 +230,12 @@ class MaxPoolOp:
     """MaxPool-1/8/14: one callable per layer, x -> (y,) or (y, indices)."""
 
     def __init__(self, layer: Layer, *, want_indices: bool):
-        self.op_version, self.version = pool_version(layer)
-        self.attrs = PoolAttributes.of(layer, self.op_version, self.version)
-        self.want_indices = want_indices and self.version.has_indices
-        self.axis = attr_int(layer, "axis", 0) if self.version.has_indices else 0
-        index_type = attr_str(layer, "index_element_type", "i64")
-        if index_type not in INDEX_TYPES:
-            raise InvalidModelError(f"attribute 'index_element_type' = {index_type!r} is not one of i32, i64")
-        self.index_dtype = INDEX_TYPES[index_type]
+        self.attrs = PoolAttributes.of(layer)
+        # MaxPool-8 and later have a second output with the argmax indices, `axis` and `index_element_type`.
+        self.has_indices = "index_element_type" in layer.attrs
+        self.want_indices = want_indices and self.has_indices
+        self.axis = layer.attrs.get("axis", 0)
+        self.index_dtype = INDEX_TYPES[layer.attrs.get("index_element_type", "i64")]
         self._cache = _WindowCache(layer, len(self.attrs.kernel))
 
     def _flatten_from(self, rank: int) -> int:

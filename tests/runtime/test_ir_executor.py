@@ -115,20 +115,16 @@ def test_strided_slice_new_axis_with_shrink():
     # x[1, newaxis, 2:3] in numpy terms. OpenVINO's shape inference agrees ([1, 1, 4]) but its CPU plugin
     # returns x[0, 1, 1] followed by uninitialised values for this mask combination (a plugin bug), so
     # the expectation here is numpy's indexing, which is what the StridedSlice spec describes.
-    layers = [
-        Layer(0, "x", "Parameter", "opset1", {"element_type": "f32", "shape": _static(2, 3, 4)}, [],
-              [Port(0, "f32", _static(2, 3, 4), ("x",))]),
-        *[Layer(i, f"c{i}", "Const", "opset1", {"element_type": "i64", "shape": _static(3)}, [],
-                [Port(0, "i64", _static(3))], data=np.array(v, np.int64))
-          for i, v in ((1, [1, 0, 2]), (2, [2, 0, 3]), (3, [1, 1, 1]))],
-        Layer(4, "slice", "StridedSlice", "opset1",
-              {"begin_mask": (0, 0, 0), "end_mask": (0, 0, 0), "new_axis_mask": (0, 1, 0),
-               "shrink_axis_mask": (1, 0, 0), "ellipsis_mask": ()},
-              [Port(i, None, ()) for i in range(4)], [Port(4, "f32", _static(1, 1, 4), ("y",))]),
-        Layer(5, "out", "Result", "opset1", {}, [Port(0)], []),
-    ]
-    edges = [Edge(i, 0, 4, i) for i in range(4)] + [Edge(4, 4, 5, 0)]
-    out = IRProgram(Model("m", 11, layers, edges)).execute({"x": X})
+    from ir.builder import GraphBuilder
+
+    builder = GraphBuilder("m")
+    x = builder.parameter("x", "f32", (2, 3, 4))
+    begin, end, stride = (builder.const(np.array(v, np.int64)) for v in ([1, 0, 2], [2, 0, 3], [1, 1, 1]))
+    (sliced,) = builder.add("StridedSlice", "opset1", [x, begin, end, stride], name="slice", attrs={
+        "begin_mask": (0, 0, 0), "end_mask": (0, 0, 0), "new_axis_mask": (0, 1, 0), "shrink_axis_mask": (1, 0, 0),
+        "ellipsis_mask": ()})
+    builder.result(sliced, name="y")
+    out = IRProgram(builder.build()).execute({"x": X})
     np.testing.assert_array_equal(out["y"], X[1, np.newaxis, 2:3])
 
 
@@ -286,7 +282,8 @@ def test_run_time_shape_errors_name_the_layer():
     model = _chain(layer_type="Reshape")
     model.layers[1].attrs = {"special_zero": False}
     model.layers[1].inputs.append(Port(2, "i64", _static(1)))
-    model.layers.append(Layer(3, "target", "Const", "opset1", {"element_type": "i64", "shape": _static(1)}, [],
+    model.layers.append(Layer(3, "target", "Const", "opset1", {"element_type": "i64", "shape": _static(1),
+                                                                "offset": 0, "size": 8}, [],
                               [Port(0, "i64", _static(1))], data=np.array([3], np.int64)))
     model.edges.append(Edge(3, 0, 1, 2))
     with pytest.raises(PoolirError, match=r"layer 'op' \(id 1, Reshape\)"):
@@ -302,7 +299,8 @@ def _one_layer(layer_type: str, version: str, attrs: dict, x: np.ndarray, consta
                     [Port(0, element_type_of(x.dtype), shape, ("x",))])]
     for k, data in enumerate(constants, start=1):
         layers.append(Layer(k, f"c{k}", "Const", "opset1", {"element_type": element_type_of(data.dtype),
-                                                              "shape": _static(*data.shape)}, [],
+                                                              "shape": _static(*data.shape), "offset": 0,
+                                                              "size": data.nbytes}, [],
                             [Port(0, element_type_of(data.dtype), _static(*data.shape))], data=data))
     n = len(constants) + 1
     layers.append(Layer(n, "op", layer_type, version, attrs, [Port(i) for i in range(n)], [Port(n, None, (), ("y",))]))
