@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 import ir
 from converter.ir_to_onnx import MAX_OPSET, MIN_OPSET, ir_to_onnx
 from converter.onnx_to_ir import onnx_to_ir
-from ir.atomic import write_files_atomically
+from ir.atomic import refuse_overwriting_inputs, write_files_atomically
 from ir.errors import InvalidModelError, PoolirError, UsageError
 
 
@@ -58,8 +58,12 @@ def command(source: Path, destination: Path, opset: int | None, ir_version: str 
             input_shapes: tuple[str, ...]) -> None:
     """Convert SOURCE (.onnx or .xml) to the other format, exactly, or refuse with the reason."""
     kinds = (source.suffix.lower(), destination.suffix.lower())
-    if destination.resolve() == source.resolve():
-        raise UsageError(f"the output {destination} is the input itself")
+    # No output (OUT, and the OUT.bin beside an OUT.xml) may replace an input (SRC, and the SRC.bin beside an SRC.xml).
+    def with_weights(path: Path) -> list[Path]:
+        return [path, path.with_suffix(".bin")] if path.suffix.lower() == ".xml" else [path]
+
+    for output in with_weights(destination):
+        refuse_overwriting_inputs(output, with_weights(source))
     if kinds == (".onnx", ".xml"):
         if opset is not None:
             raise UsageError("--opset applies to IR -> ONNX; for ONNX -> IR use --ir-version")

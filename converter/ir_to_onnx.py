@@ -56,7 +56,7 @@ _POOL_TYPES = ((("f16", "f32", "f64"), 1), (("bf16",), 22))
 _MAX_POOL_TYPES = (*_POOL_TYPES, (("i8", "u8"), 12))
 
 
-def ir_to_onnx(model: Model, opset: int = 22) -> onnx.ModelProto:
+def ir_to_onnx(model: Model, opset: int = MAX_OPSET) -> onnx.ModelProto:
     """Convert an IR model to ONNX with the same meaning; raises ConversionError naming the layer."""
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise UsageError(f"opset {opset} is not supported (supported: {MIN_OPSET}..{MAX_OPSET})")

@@ -49,20 +49,19 @@ import json
 import math
 import os
 import tempfile
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from converter.ir_to_onnx import MAX_OPSET
 from converter.peers import onnxruntime_run, openvino_run_xml
 from ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError
 
 PEERS = ("onnxruntime", "openvino")
 EXAMPLE_MODELS = ("model.onnx", "model.xml")
 DEFAULT_EXAMPLES = "examples"
-IR_TO_ONNX_OPSET = 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,7 +373,7 @@ def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], out
                workdir: Path) -> list[PathOutcome]:
     """The paths of an ONNX model (see the module docstring); the first is the reference."""
     to_ir = _lazy(lambda: _converter("onnx_to_ir")(model))
-    back = _lazy(lambda: _converter("ir_to_onnx")(to_ir(), opset=IR_TO_ONNX_OPSET))
+    back = _lazy(lambda: _converter("ir_to_onnx")(to_ir(), opset=MAX_OPSET))
     outcomes = [PathOutcome("runtime(onnx)", {k: np.asarray(v) for k, v in _runtime(model, feeds).items()})]
     outcomes.append(_run_path("runtime(onnx->ir)", lambda: _runtime(to_ir(), feeds), peer=False))
     outcomes.append(_run_path("runtime(onnx->ir->onnx)", lambda: _runtime(back(), feeds), peer=False))
@@ -397,7 +396,7 @@ def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], out
 def ir_paths(model, xml_path: Path, feeds: Mapping[str, np.ndarray], peers: Sequence[str],
              output_names: Sequence[str]) -> list[PathOutcome]:
     """The paths of an IR model (see the module docstring); the first is the reference."""
-    back = _lazy(lambda: _converter("ir_to_onnx")(model, opset=IR_TO_ONNX_OPSET))
+    back = _lazy(lambda: _converter("ir_to_onnx")(model, opset=MAX_OPSET))
     outcomes = [PathOutcome("runtime(ir)", {k: np.asarray(v) for k, v in _runtime(model, feeds).items()})]
     outcomes.append(_run_path("runtime(ir->onnx)", lambda: _runtime(back(), feeds), peer=False))
     if "onnxruntime" in peers:
@@ -458,10 +457,7 @@ def load_arrays(path: Path) -> dict[str, np.ndarray]:
     from converter.feeds import adopt_bfloat16, load_archive
 
     bfloat16 = np.dtype(ml_dtypes.bfloat16)
-    try:
-        arrays = load_archive(os.fspath(path))
-    except zipfile.BadZipFile as error:  # a damaged archive: numpy lets zipfile's own error through
-        raise UsageError(f"not a readable .npz archive ({error})", file=path) from None
+    arrays = load_archive(os.fspath(path))  # a damaged archive is a UsageError naming the file
     return {name: adopt_bfloat16(array, bfloat16) for name, array in arrays.items()}
 
 

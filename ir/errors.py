@@ -64,6 +64,13 @@ class UsageError(PoolirError):
     """A command-line or API argument is invalid."""
 
 
+def as_model_error(error: PoolirError) -> PoolirError:
+    """A UsageError raised while reading a model's content is the file's fault: an InvalidModelError."""
+    if isinstance(error, UsageError):
+        return InvalidModelError(error.problem, file=error.file, where=error.where)
+    return error
+
+
 def layer_label(name: str, layer_id: int | str | None = None, kind: str | None = None) -> str:
     """The one spelling of a layer or node reference in messages: `layer 'pool1' (id 3, AvgPool)`."""
     details = ", ".join(str(d) for d in (f"id {layer_id}" if layer_id is not None else None, kind) if d)

@@ -34,7 +34,6 @@ computed with floor rounding. `valid` means pads (0, 0) with the caller's roundi
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -169,10 +168,6 @@ def pool_windows(spatial: Sequence[int], kernel: Sequence[int], strides: Sequenc
         except UsageError as error:
             raise UsageError(f"spatial axis {axis}: {error.problem}") from None
     return tuple(windows)
-
-
-def window_volume(windows: Sequence[AxisWindow]) -> int:
-    return math.prod(w.kernel for w in windows)
 
 
 def _check_at_least(name: str, value: int, minimum: int) -> None:

@@ -44,7 +44,8 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ir.element_types import dtype_of
-from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
+from ir.errors import (InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error,
+                       layer_label)
 from ir.geometry import MAX_AXIS_VALUE, AxisWindow, output_length, pool_windows, same_pads
 from ir.model import Dim, Layer, Model, Shape, shape_str, static_shape
 from ir.schema import op_version
@@ -97,11 +98,11 @@ class Inference:
 def pool_windows_of(layer: Layer, spatial: Sequence[int]) -> tuple[AxisWindow, ...]:
     """The resolved windows of an AvgPool/MaxPool layer over static spatial dims, by OpenVINO's rules
     (see the module docstring). Raises UsageError for values OpenVINO refuses; callers locate it."""
-    _check_pool_attrs(layer.type, layer.attrs, len(spatial))
+    _check_pool_attrs(layer.attrs, len(spatial))
     return tuple(_pool_axis(layer.attrs, axis, length) for axis, length in enumerate(spatial))
 
 
-def _check_pool_attrs(layer_type: str, attrs: dict, rank: int) -> None:
+def _check_pool_attrs(attrs: dict, rank: int) -> None:
     for name in ("kernel", "strides", "dilations", "pads_begin", "pads_end"):
         values = attrs.get(name)
         if values is not None and len(values) != rank:
@@ -197,7 +198,7 @@ def infer_model(model: Model) -> Inference:
             for info in results:
                 _check_allocatable(info.shape)
         except PoolirError as error:
-            raise _as_model_error(error).located(file=model.source, where=where) from None
+            raise as_model_error(error).located(file=model.source, where=where) from None
         for port, info in zip(layer.outputs, results):
             outputs[(layer.id, port.id)] = info
             warnings.extend(_compare(model, where, port.id, port.shape, port.element_type, info))
@@ -207,12 +208,6 @@ def infer_model(model: Model) -> Inference:
 def check(model: Model) -> list[ShapeWarning]:
     """Declared-vs-inferred disagreements of every port (raises for impossible graphs)."""
     return infer_model(model).warnings
-
-
-def _as_model_error(error: PoolirError) -> PoolirError:
-    if isinstance(error, UsageError):  # a geometry or value complaint about the file's content
-        return InvalidModelError(error.problem, file=error.file, where=error.where)
-    return error
 
 
 def _check_allocatable(shape: Shape) -> None:
@@ -350,7 +345,7 @@ def _pool(layer, inputs):
     if len(data.shape) < 3:
         raise InvalidModelError(f"input {shape_str(data.shape)} must have rank >= 3 (batch, channels, spatial)")
     spatial = data.shape[2:]
-    _check_pool_attrs(layer.type, layer.attrs, len(spatial))
+    _check_pool_attrs(layer.attrs, len(spatial))
     out = list(data.shape[:2])
     for axis, dim in enumerate(spatial):
         out.append(Dim.static(_pool_axis(layer.attrs, axis, dim.min).output) if dim.is_static else

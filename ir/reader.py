@@ -19,7 +19,7 @@ import numpy as np
 from lxml import etree
 
 from ir.element_types import DTYPES, PRECISIONS
-from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
+from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error, layer_label
 from ir.model import Edge, Layer, Model, Port, Shape
 from ir.schema import op_version, parse_attrs, parse_dim
 
@@ -149,10 +149,8 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
         schema = op_version(layer_type, element.get("version"))
         data = _only_child(element, "data", source, where, required=False)
         attrs = parse_attrs(schema, dict(data.attrib) if data is not None else {})
-    except UsageError as error:  # a malformed or out-of-range attribute: the file's fault
-        raise InvalidModelError(error.problem, file=source, where=where) from None
-    except PoolirError as error:
-        raise error.located(file=source, where=where) from None
+    except PoolirError as error:  # a malformed or out-of-range attribute is the file's fault
+        raise as_model_error(error).located(file=source, where=where) from None
     layer = Layer(id=layer_id, name=name, type=layer_type, version=element.get("version"), attrs=attrs,
                   element_attrs={k: v for k, v in element.attrib.items() if k not in _LAYER_IDENTITY})
     layer.rt_info = _verbatim(_only_child(element, "rt_info", source, where, required=False))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ir.errors import InvalidModelError, PoolirError, UsageError, layer_label
+from ir.errors import InvalidModelError, PoolirError, as_model_error, layer_label
 from ir.model import Layer, Model
 from ir.schema import normalize_attrs, op_version
 
@@ -34,7 +34,7 @@ def validate_graph(model: Model) -> None:
 
                 check_pool_ranges(layer.attrs)
         except PoolirError as error:
-            raise _model_error(error).located(file=source, where=_where(layer)) from None
+            raise as_model_error(error).located(file=source, where=_where(layer)) from None
         for kind, ports, (low, high), verb in (("output", layer.outputs, schema.outputs, "has"),
                                                ("input", layer.inputs, schema.inputs, "takes")):
             count = len(ports)
@@ -94,9 +94,3 @@ def topological_order(model: Model) -> list[Layer]:
         raise InvalidModelError(f"the graph has a cycle through {len(stuck)} layers",
                                 file=model.source, where=_where(stuck[0]))
     return order
-
-
-def _model_error(error: PoolirError) -> PoolirError:
-    if isinstance(error, UsageError):
-        return InvalidModelError(error.problem, file=error.file, where=error.where)
-    return error

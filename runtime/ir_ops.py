@@ -26,7 +26,7 @@ AvgPool divisor (`AvgPoolOp`):
   A4 a window with no real tap gives 0 under A2 and 0/c under A1/A3, where c is OpenVINO's per-axis
      count product: a count of 0 (a window starting exactly at L, or dilated taps that skip the input)
      gives NaN, a negative count (a window starting past L: count L - start) gives -0.
-  A5 exclude-pad=true with a pad >= the dilated kernel is refused (OpenVINO refuses to load it).
+  A5 exclude-pad=true with a pad >= the dilated kernel is refused (ir/infer.py rule 5, as OpenVINO does).
   A6 integer inputs: the average is computed in float32 and rounded half to even.
 MaxPool (`MaxPoolOp`):
   M1 the running maximum starts at a floor value and a tap replaces it only when strictly greater:
@@ -62,24 +62,6 @@ from runtime import kernels
 INDEX_TYPES = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
 
 
-@dataclass(frozen=True, slots=True)
-class PoolAttributes:
-    kernel: tuple[int, ...]
-    strides: tuple[int, ...]
-    dilations: tuple[int, ...]
-    pads_begin: tuple[int, ...]
-    pads_end: tuple[int, ...]
-    rounding: str
-    auto_pad: str
-
-    @classmethod
-    def of(cls, layer: Layer) -> "PoolAttributes":
-        attrs = layer.attrs
-        kernel = attrs["kernel"]
-        return cls(kernel, attrs["strides"], attrs.get("dilations") or (1,) * len(kernel), attrs["pads_begin"],
-                   attrs["pads_end"], attrs["rounding_type"], attrs["auto_pad"])
-
-
 class _WindowCache:
     """Windows depend only on the spatial input dims: resolve them once per distinct input shape.
 
@@ -87,16 +69,14 @@ class _WindowCache:
     G1-G4), shared with IR shape inference.
     """
 
-    def __init__(self, layer: Layer, rank: int):
+    def __init__(self, layer: Layer):
         self.layer = layer
-        self.rank = rank
+        self.rank = len(layer.attrs["kernel"])  # spatial axes
         self._cache: dict[tuple[int, ...], Any] = {}
 
     def get(self, spatial: tuple[int, ...], build: Callable[[tuple[AxisWindow, ...]], Any]):
         entry = self._cache.get(spatial)
         if entry is None:
-            if len(spatial) != self.rank:
-                raise UsageError(f"input has {len(spatial)} spatial axes, 'kernel' has {self.rank}")
             entry = build(pool_windows_of(self.layer, spatial))
             self._cache[spatial] = entry
         return entry
@@ -128,20 +108,10 @@ class AvgPoolOp:
     """AvgPool-1/14/16: one callable per layer, x -> (y,)."""
 
     def __init__(self, layer: Layer):
-        self.attrs = PoolAttributes.of(layer)
         self.exclude_pad = layer.attrs["exclude-pad"]
-        self._cache = _WindowCache(layer, len(self.attrs.kernel))
+        self._cache = _WindowCache(layer)
 
     def _plan(self, windows: tuple[AxisWindow, ...]) -> _AvgPlan:
-        if self.exclude_pad:
-            for axis, w in enumerate(windows):
-                if w.pad_begin >= w.effective_kernel or w.pad_end >= w.effective_kernel:
-                    # A5: OpenVINO: "Kernel after dilation is sometimes entirely in the padding area ...
-                    # and this is not allowed" (read_model refuses the layer).
-                    raise InvalidModelError(
-                        f"exclude-pad=true with pads ({w.pad_begin}, {w.pad_end}) not smaller than the dilated "
-                        f"kernel {w.effective_kernel} on spatial axis {axis}: a window could lie entirely in "
-                        f"the padding (OpenVINO refuses this layer too)")
         any_pad = any(w.pad_begin or w.pad_end for w in windows)
         # A1/A2/A3. Evidence (ones input, 1/y shown = divisor / real taps):
         #   L=5, k=3, s=2, pads (0, 1), ceil, exclude-pad=false: [1, 1, 3]: the last window (taps 4, 5, 6)
@@ -156,7 +126,7 @@ class AvgPoolOp:
         return _AvgPlan(windows, divisor, empty_fill, empty_mask)
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray]:
-        plan = self._cache.get(_spatial_of(x, len(self.attrs.kernel)), self._plan)
+        plan = self._cache.get(_spatial_of(x, self._cache.rank), self._plan)
         if x.dtype.kind in "iu":
             # A6: u8 [2, 3] -> 2, [1, 2] -> 2, i8 [-2, -3] -> -2, [-1, -2] -> -2: float average, rounded
             # half to even.
@@ -230,13 +200,12 @@ class MaxPoolOp:
     """MaxPool-1/8/14: one callable per layer, x -> (y,) or (y, indices)."""
 
     def __init__(self, layer: Layer, *, want_indices: bool):
-        self.attrs = PoolAttributes.of(layer)
         # MaxPool-8 and later have a second output with the argmax indices, `axis` and `index_element_type`.
         self.has_indices = "index_element_type" in layer.attrs
         self.want_indices = want_indices and self.has_indices
         self.axis = layer.attrs.get("axis", 0)
         self.index_dtype = INDEX_TYPES[layer.attrs.get("index_element_type", "i64")]
-        self._cache = _WindowCache(layer, len(self.attrs.kernel))
+        self._cache = _WindowCache(layer)
 
     def _flatten_from(self, rank: int) -> int:
         # M3: evidence: x of shape (2, 3, 3, 4): axis=0 -> indices over the whole tensor (n*36 + c*12 + ...),
@@ -247,7 +216,7 @@ class MaxPoolOp:
         return self.axis % rank
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, ...]:
-        rank = len(self.attrs.kernel)
+        rank = self._cache.rank
         windows = self._cache.get(_spatial_of(x, rank), lambda w: w)
         floor = openvino_max_floor(x.dtype)
         layout = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import numpy as np
 import onnx
 import pytest
@@ -118,3 +119,20 @@ def test_refused_ir_leaves_no_output(tmp_path):
     assert result.exit_code == 2
     assert "hand.xml: layer 'pool' (id 1, MaxPool):" in result.output
     assert not (tmp_path / "hand.onnx").exists()
+
+
+def test_output_that_is_a_hard_link_to_the_input_is_refused(tmp_path):
+    # The same check as every command's (ir.atomic.refuse_overwriting_inputs): path, symlink or hard link.
+    xml = tmp_path / "hand.xml"
+    builder = ir.GraphBuilder("hand")
+    x = builder.parameter("x", "f32", (1, 1, 4))
+    (y,) = builder.add("MaxPool", "opset1", [x], attrs={"kernel": (2,), "strides": (2,), "pads_begin": (0,),
+                                                        "pads_end": (0,)}, name="pool")
+    builder.result(y, name="y")
+    ir.write_model(builder.build(), xml)
+    before = xml.read_bytes()
+    link = tmp_path / "same.onnx"
+    os.link(xml, link)
+    result = invoke(xml, "-o", link)
+    assert result.exit_code == 2 and "is the input" in result.output
+    assert xml.read_bytes() == before
