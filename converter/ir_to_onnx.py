@@ -36,7 +36,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ir.element_types import dtype_of
 from ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
-from ir.geometry import AxisWindow, output_length
+from ir.geometry import AxisWindow, effective_kernel, output_length
 from ir.infer import Inference, TensorInfo, infer_model, pool_windows_of
 from ir.model import Layer, Model
 from runtime.ir_ops import openvino_max_floor
@@ -277,8 +277,8 @@ def _pool_geometry(context: _Context, layer: Layer, *, inert_padding: bool, full
     kernel, strides = attrs["kernel"], attrs["strides"]
     dilations = attrs.get("dilations") or (1,) * rank
     rounding = attrs["rounding_type"]
-    auto_pad = "explicit" if attrs["auto_pad"] == "notset" else attrs["auto_pad"]
-    effective = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+    auto_pad = attrs["auto_pad"]  # the schema allows explicit, same_upper, same_lower, valid
+    effective = [effective_kernel(k, d) for k, d in zip(kernel, dilations)]
     if all(length is not None for length in spatial):
         try:
             windows = pool_windows_of(layer, spatial)
@@ -322,25 +322,22 @@ def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_
     if fill_empty_windows and empty_windows:
         # Pad explicitly as far as the windows reach, with the value OpenVINO outputs for a window nothing
         # beats; then every window is a whole ONNX window, and one of padding gives exactly that value.
-        reach = tuple(max(0, (w.output - 1) * w.stride + w.effective_kernel - w.length - w.pad_begin)
-                      for w in windows)
+        reach = tuple(max(0, w.end_reach) for w in windows)
         return _OnnxWindows(begins, reach, 0, pre_pad_end=reach)
     if (inert_padding or full_kernel_divisor and not padded) and empty_windows:
         raise ConversionError("a window holds no input element, only padding: OpenVINO gives the lowest value "
                               "(MaxPool) or 0/0 (AvgPool) there, which no ONNX pooling node reproduces")
     if full_kernel_divisor and padded:
-        overhang = any((w.output - 1) * w.stride + w.effective_kernel > w.length + w.pad_begin + w.pad_end
-                       for w in windows)
+        overhang = any(w.end_reach > w.pad_end for w in windows)
         if overhang:
             # OpenVINO divides by prod(k) even past the padded input: pad with zeros so far that every
             # window lies inside, then every ONNX divisor is prod(k) too.
-            reach = tuple((w.output - 1) * w.stride + w.effective_kernel - w.length - w.pad_begin for w in windows)
+            reach = tuple(w.end_reach for w in windows)
             return _OnnxWindows(begins, ends, 0, pre_pad_end=reach)
         # No window leaves the padded input, so ONNX counts prod(k) too; floor gives OpenVINO's count once
         # pads_end is trimmed to what the windows reach (a pad_end >= the kernel lets floor keep a window wholly
         # in the right padding that ceil_torch drops: L=1, k=1, pads (0, 1), ceil_torch -> 1 window, floor 2).
-        reach = tuple(max(0, (w.output - 1) * w.stride + w.effective_kernel - w.length - w.pad_begin)
-                      for w in windows)
+        reach = tuple(max(0, w.end_reach) for w in windows)
         return _OnnxWindows(begins, reach, 0, count_include_pad=1)
     # The padding is inert from here on (include-pad layers with pads returned above; without pads
     # OpenVINO's exclude-pad=false divides by the real taps, like count_include_pad=0).
@@ -350,7 +347,7 @@ def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_
                for w in windows]
     # The smallest pads_end giving OpenVINO's count with floor (never more than the layer's own when
     # floor already matches): inert padding only decides the count.
-    trimmed = tuple(max(0, (w.output - 1) * w.stride + w.effective_kernel - w.length - w.pad_begin)
+    trimmed = tuple(max(0, w.end_reach)
                     for w in windows)
     candidates = []
     if all(w.output == f for w, f in zip(windows, floors)):

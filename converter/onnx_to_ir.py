@@ -44,7 +44,7 @@ from ir.builder import GraphBuilder
 from ir.element_types import dtype_of
 from ir.errors import (ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError,
                        node_label)
-from ir.geometry import AxisWindow, axis_window, output_length
+from ir.geometry import AxisWindow, axis_window, effective_kernel, output_length
 from ir.model import Model
 from runtime import onnx_ops
 
@@ -87,7 +87,7 @@ class _Axis:
 
     @property
     def effective_kernel(self) -> int:
-        return (self.kernel - 1) * self.dilation + 1
+        return effective_kernel(self.kernel, self.dilation)
 
     def count(self, rounding: str, pad_end: int | None = None) -> int:
         pad_end = self.pad_end if pad_end is None else pad_end
@@ -446,7 +446,7 @@ def _check_kernel_fits_every_length(pool: onnx_ops.OnnxPool, spatial: tuple[int 
     for axis, length in enumerate(spatial):
         if length is not None:
             continue
-        effective = (pool.kernel[axis] - 1) * pool.dilations[axis] + 1
+        effective = effective_kernel(pool.kernel[axis], pool.dilations[axis])
         padded = plan.pads_begin[axis] + plan.pads_end[axis] + (sum(p[axis] for p in plan.pre_pad) if plan.pre_pad else 0)
         # ONNX's window count grows with the length, and under ceil_mode it is >= 1 exactly when
         # L + pads - ek > -stride: the shortest length it accepts is the one to compare with the kernel.
@@ -478,7 +478,7 @@ def _padding_window_possible(pool: onnx_ops.OnnxPool, axis: int) -> bool:
     pads = pool.pads_begin[axis] + pool.pads_end[axis]
     if pool.auto_pad == "valid" or (pads == 0 and dilation == 1 and pool.auto_pad == "explicit"):
         return False  # every window starts inside the input and its taps are contiguous
-    limit = 2 * ((kernel - 1) * dilation + 1 + pads + stride * dilation) + stride
+    limit = 2 * (effective_kernel(kernel, dilation) + pads + stride * dilation) + stride
     if limit > _PADDING_WINDOW_SEARCH_LIMIT:
         return True
     for length in range(1, limit + 1):

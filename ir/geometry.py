@@ -66,7 +66,15 @@ class AxisWindow:
 
     @property
     def effective_kernel(self) -> int:
-        return (self.kernel - 1) * self.dilation + 1
+        return effective_kernel(self.kernel, self.dilation)
+
+    @property
+    def end_reach(self) -> int:
+        """How far the last window reaches past the input's end (negative: it ends inside the input).
+
+        Compare with pad_end: a reach beyond it is a ceil overhang past the padded tensor.
+        """
+        return (self.output - 1) * self.stride + self.effective_kernel - self.length - self.pad_begin
 
     def starts(self) -> np.ndarray:
         """Input coordinate of the first tap of every output window (may be negative: in the padding)."""
@@ -92,9 +100,24 @@ class AxisWindow:
         return self.taps_within(-self.pad_begin, self.length + self.pad_end)
 
 
+def effective_kernel(kernel: int, dilation: int) -> int:
+    """The extent of a dilated kernel: ek = (k - 1) * d + 1."""
+    return (kernel - 1) * dilation + 1
+
+
+def resolve_pads(length: int, kernel: int, stride: int, dilation: int, pad_begin: int, pad_end: int,
+                 auto_pad: str) -> tuple[int, int]:
+    """(pad_begin, pad_end) that an auto_pad mode means on one axis: SAME pads, zeros for valid, else as given."""
+    if auto_pad in ("same_upper", "same_lower"):
+        return same_pads(length, kernel, stride, dilation, auto_pad)
+    if auto_pad == "valid":
+        return 0, 0
+    return pad_begin, pad_end
+
+
 def same_pads(length: int, kernel: int, stride: int, dilation: int, auto_pad: str) -> tuple[int, int]:
     """(pad_begin, pad_end) for same_upper / same_lower; see the module docstring."""
-    effective = (kernel - 1) * dilation + 1
+    effective = effective_kernel(kernel, dilation)
     total = max(0, (-(-length // stride) - 1) * stride + effective - length)
     small, large = total // 2, total - total // 2
     return (small, large) if auto_pad == "same_upper" else (large, small)
@@ -103,7 +126,7 @@ def same_pads(length: int, kernel: int, stride: int, dilation: int, auto_pad: st
 def output_length(length: int, kernel: int, stride: int, dilation: int, pad_begin: int, pad_end: int,
                   rounding: str) -> int:
     """Number of windows along one axis for explicit pads; may be < 1 (the caller rejects that)."""
-    span = length + pad_begin + pad_end - ((kernel - 1) * dilation + 1)
+    span = length + pad_begin + pad_end - effective_kernel(kernel, dilation)
     if rounding == "floor":
         return span // stride + 1
     out = -(-span // stride) + 1
@@ -127,18 +150,16 @@ def axis_window(length: int, kernel: int, stride: int = 1, dilation: int = 1, pa
         raise UsageError(f"rounding {rounding!r} is not one of {', '.join(ROUNDINGS)}")
     if auto_pad not in AUTO_PADS:
         raise UsageError(f"auto_pad {auto_pad!r} is not one of {', '.join(AUTO_PADS)}")
+    pad_begin, pad_end = resolve_pads(length, kernel, stride, dilation, pad_begin, pad_end, auto_pad)
     if auto_pad in ("same_upper", "same_lower"):
-        pad_begin, pad_end = same_pads(length, kernel, stride, dilation, auto_pad)
-        rounding = "floor"
-    elif auto_pad == "valid":
-        pad_begin, pad_end = 0, 0
+        rounding = "floor"  # SAME pads make floor give exactly ceil(L / s), whatever the caller's rounding
     _check_at_least("pad_begin", pad_begin, 0)
     _check_at_least("pad_end", pad_end, 0)
     out = output_length(length, kernel, stride, dilation, pad_begin, pad_end, rounding)
     if out < 1:
         raise UsageError(
             f"output length {out} < 1: input {length} + pads ({pad_begin}, {pad_end}) is shorter than the "
-            f"effective kernel {(kernel - 1) * dilation + 1} (kernel {kernel}, dilation {dilation})"
+            f"effective kernel {effective_kernel(kernel, dilation)} (kernel {kernel}, dilation {dilation})"
         )
     return AxisWindow(length, kernel, stride, dilation, pad_begin, pad_end, out)
 

@@ -46,7 +46,7 @@ import numpy as np
 from ir.element_types import dtype_of
 from ir.errors import (InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error,
                        layer_label)
-from ir.geometry import MAX_AXIS_VALUE, AxisWindow, output_length, pool_windows, same_pads
+from ir.geometry import MAX_AXIS_VALUE, AxisWindow, axis_window, effective_kernel, output_length, resolve_pads
 from ir.model import Dim, Layer, Model, Shape, shape_str, static_shape
 from ir.schema import op_version
 
@@ -114,7 +114,7 @@ def _check_pool_attrs(attrs: dict, rank: int) -> None:
         # attributes alone, so it holds for a dynamic length too (its CPU plugin refuses that IR when compiling).
         for axis, (pad_begin, pad_end) in enumerate(zip(attrs["pads_begin"], attrs["pads_end"])):
             dilation = attrs["dilations"][axis] if attrs.get("dilations") else 1
-            effective = (attrs["kernel"][axis] - 1) * dilation + 1
+            effective = effective_kernel(attrs["kernel"][axis], dilation)
             if max(pad_begin, pad_end) >= effective:
                 raise UsageError(f"spatial axis {axis}: pads {pad_begin}, {pad_end} are not smaller than the dilated "
                                  f"kernel {effective}, so with exclude-pad a window can lie entirely in the padding; "
@@ -126,23 +126,19 @@ def _pool_axis(attrs: dict, axis: int, length: int) -> AxisWindow:
     kernel, stride = attrs["kernel"][axis], attrs["strides"][axis]
     dilation = attrs["dilations"][axis] if attrs.get("dilations") else 1
     auto_pad = attrs.get("auto_pad", "explicit")
-    effective = (kernel - 1) * dilation + 1
-    if auto_pad in ("same_upper", "same_lower"):
-        pad_begin, pad_end = same_pads(length, kernel, stride, dilation, auto_pad)
-    elif auto_pad == "valid":
-        pad_begin, pad_end = 0, 0
-    else:
-        pad_begin, pad_end = attrs["pads_begin"][axis], attrs["pads_end"][axis]
+    pad_begin, pad_end = resolve_pads(length, kernel, stride, dilation, attrs["pads_begin"][axis],
+                                      attrs["pads_end"][axis], auto_pad)
+    effective = effective_kernel(kernel, dilation)
     if effective > length + pad_begin + pad_end:
         raise UsageError(f"spatial axis {axis}: the dilated kernel {effective} is larger than the padded "
                          f"input {length + pad_begin + pad_end} (input {length}, pads {pad_begin}, {pad_end}); "
                          "OpenVINO refuses it")
     try:
-        (window,) = pool_windows([length], [kernel], [stride], [dilation], [pad_begin], [pad_end],
-                                 attrs.get("rounding_type", "floor"), "explicit")
-    except UsageError as error:  # pool_windows saw one axis only: name the real one
-        raise UsageError(f"spatial axis {axis}: {error.problem.removeprefix('spatial axis 0: ')}") from None
-    return window
+        # "explicit": OpenVINO applies rounding_type to the resolved pads, also for same_* (rule 2).
+        return axis_window(length, kernel, stride, dilation, pad_begin, pad_end,
+                           attrs.get("rounding_type", "floor"), "explicit")
+    except UsageError as error:
+        raise UsageError(f"spatial axis {axis}: {error.problem}") from None
 
 
 def check_pool_ranges(attrs: dict) -> None:
@@ -330,11 +326,8 @@ def _pool_interval(attrs: dict, axis: int, dim: Dim) -> Dim:
     def length(value: int) -> int:
         kernel, stride = attrs["kernel"][axis], attrs["strides"][axis]
         dilation = attrs["dilations"][axis] if attrs.get("dilations") else 1
-        auto_pad = attrs.get("auto_pad", "explicit")
-        if auto_pad in ("same_upper", "same_lower"):
-            pads = same_pads(value, kernel, stride, dilation, auto_pad)
-        else:
-            pads = (0, 0) if auto_pad == "valid" else (attrs["pads_begin"][axis], attrs["pads_end"][axis])
+        pads = resolve_pads(value, kernel, stride, dilation, attrs["pads_begin"][axis], attrs["pads_end"][axis],
+                            attrs.get("auto_pad", "explicit"))
         return output_length(value, kernel, stride, dilation, *pads, attrs.get("rounding_type", "floor"))
 
     return Dim(max(1, length(dim.min)), None if dim.max is None else max(1, length(dim.max)))
