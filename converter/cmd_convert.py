@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 import onnx
-from google.protobuf.message import DecodeError
 
 import ir
 from converter.ir_to_onnx import MAX_OPSET, MIN_OPSET, ir_to_onnx
 from converter.onnx_to_ir import onnx_to_ir
 from ir.atomic import refuse_overwriting_inputs, write_files_atomically
-from ir.errors import InvalidModelError, PoolirError, UsageError
+from ir.errors import PoolirError, UsageError
+from runtime.session import load_onnx
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
@@ -30,19 +30,6 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
         else:
             raise UsageError(f"--input-shape {text!r}: dim {item!r} is not a positive integer, -1 or ?")
     return name, tuple(dims)
-
-
-def load_onnx(path: Path) -> onnx.ModelProto:
-    try:
-        model = onnx.load(str(path))
-    except (DecodeError, ValueError, RuntimeError) as error:
-        raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
-    try:
-        onnx.checker.check_model(model)
-    except (onnx.checker.ValidationError, ValueError) as error:  # ValueError: a string field that is not UTF-8
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
-        raise InvalidModelError(f"invalid ONNX model: {first_line}", file=path) from None
-    return model
 
 
 @click.command("convert")
@@ -69,7 +56,7 @@ def command(source: Path, destination: Path, opset: int | None, ir_version: str 
             raise UsageError("--opset applies to IR -> ONNX; for ONNX -> IR use --ir-version")
         shapes = dict(parse_input_shape(text) for text in input_shapes)
         try:
-            model = onnx_to_ir(load_onnx(source), input_shapes=shapes, ir_version=int(ir_version or 11))
+            model = onnx_to_ir(load_onnx(source, check=True), input_shapes=shapes, ir_version=int(ir_version or 11))
         except PoolirError as error:
             raise error.located(file=source) from None
         try:

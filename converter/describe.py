@@ -173,19 +173,10 @@ def describe_onnx(path: Path) -> ModelDescription:
     import onnx
     from onnx import helper, shape_inference
 
+    from runtime.session import load_onnx
+
     source = os.fspath(path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InvalidModelError(f"cannot read the file: {error.strerror or error}", file=source) from None
-    if not data:
-        raise InvalidModelError("the file is empty", file=source)
-    try:
-        model = onnx.load_model_from_string(data)
-        onnx.checker.check_model(model)
-    except Exception as error:  # protobuf DecodeError, onnx ValidationError: a malformed file
-        problem = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InvalidModelError(f"not a valid ONNX model: {problem}", file=source) from None
+    model = load_onnx(path, check=True)
     # Infer from the inputs alone: drop the declared intermediate and output shapes first, so that a
     # wrong declaration is reported as a disagreement instead of being merged into the inference.
     bare = onnx.ModelProto.FromString(model.SerializeToString())

@@ -57,6 +57,7 @@ import numpy as np
 
 from converter.ir_to_onnx import MAX_OPSET
 from converter.peers import onnxruntime_run, openvino_run_xml
+from runtime.session import load_onnx
 from ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError
 
 PEERS = ("onnxruntime", "openvino")
@@ -485,15 +486,6 @@ def _feeds_for(session, given: Mapping[str, np.ndarray] | None, seed: int, sourc
     return feeds
 
 
-def _load_onnx(path: Path):
-    import onnx
-
-    try:
-        return onnx.load(os.fspath(path))
-    except Exception as error:  # protobuf's DecodeError and friends: a malformed file
-        raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
-
-
 def _shape_warnings(model) -> list[str]:
     """Declared-vs-inferred disagreements of an IR model (the AvgPool-1 spec's own examples have two)."""
     from ir.infer import check
@@ -520,7 +512,7 @@ def verify_model(path: str | os.PathLike, *, peers: Sequence[str] = (), rtol: fl
     peers = check_peers(peers)
     manifest = manifest or Manifest()
     if suffix == ".onnx":
-        model, kind, warnings = _load_onnx(path), "onnx", []
+        model, kind, warnings = load_onnx(path), "onnx", []
     else:
         import ir
 

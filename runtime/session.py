@@ -54,7 +54,7 @@ def load_program(model: Any) -> tuple[Program, str | None]:
         path = Path(model)
         suffix = path.suffix.lower()
         if suffix == ".onnx":
-            return _onnx_program(_load_onnx(path), str(path)), str(path)
+            return _onnx_program(load_onnx(path), str(path)), str(path)
         if suffix == ".xml":
             import ir
 
@@ -77,16 +77,37 @@ def load_program(model: Any) -> tuple[Program, str | None]:
                      f"not {type(model).__name__}")
 
 
-def _load_onnx(path: Path):
+def load_onnx(path: str | os.PathLike, *, check: bool = False):
+    """Read and decode an .onnx file: the one way every command loads one. A missing, unreadable or
+    malformed file raises a PoolirError.
+
+    check=True also runs onnx.checker (convert and inspect, which write or describe the model as the ONNX
+    spec defines it). Running (run, verify, Session) does not: the checker of onnx 1.23 refuses, for
+    example, a graph output declared without a shape, which onnxruntime runs, and the executor validates
+    every node it runs itself."""
     import onnx
 
+    path = Path(path)
     if not path.is_file():
         raise UsageError("no such file", file=path)
     try:
-        return onnx.load(str(path))
+        data = path.read_bytes()
+    except OSError as error:
+        raise InvalidModelError(f"cannot read the file: {error.strerror or error}", file=path) from None
+    if not data:
+        raise InvalidModelError("the file is empty", file=path)
+    try:
+        model = onnx.load_model_from_string(data)
     except Exception as error:  # protobuf's DecodeError and friends: a malformed file
-        raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})",
-                                file=path) from None
+        raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
+    if not check:
+        return model
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError) as error:  # ValueError: a string field that is not UTF-8
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
+        raise InvalidModelError(f"invalid ONNX model: {first_line}", file=path) from None
+    return model
 
 
 def _onnx_program(model, source: str | None) -> Program:
