@@ -371,11 +371,7 @@ def onnx_pool(version: OpVersion, attrs: Mapping[str, Any], output_count: int) -
     # SAME ignores it too (ir.geometry always uses floor with the SAME pads, giving ceil(L / s)).
     rounding = "ceil_torch" if ceil_mode and auto_pad == "explicit" else "floor"
     divisor = "padded" if _flag(attrs, "count_include_pad") else "real"
-    p = 2.0
-    if family == "lp":
-        p = float(attrs["p"])
-        if not p > 0 or math.isinf(p):
-            raise UsageError(f"attribute 'p' = {attrs['p']}: must be a finite number > 0")
+    p = _lp_exponent(attrs["p"]) if family == "lp" else 2.0
     column_major = _flag(attrs, "storage_order")
     with_indices = output_count >= 2
     if with_indices and version.max_outputs < 2:
@@ -385,9 +381,14 @@ def onnx_pool(version: OpVersion, attrs: Mapping[str, Any], output_count: int) -
 
 
 def global_p(version: OpVersion, attrs: Mapping[str, Any]) -> float:
-    p = float(attrs.get("p", 2.0))
+    return _lp_exponent(attrs.get("p", 2.0))
+
+
+def _lp_exponent(value) -> float:
+    """LpPool's p, a float (version 1) or an int (version 2 on); refused unless finite and > 0."""
+    p = float(value)
     if not p > 0 or math.isinf(p):
-        raise UsageError(f"attribute 'p' = {attrs.get('p')}: must be a finite number > 0")
+        raise UsageError(f"attribute 'p' = {value}: must be a finite number > 0")
     return p
 
 

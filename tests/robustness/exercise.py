@@ -4,6 +4,11 @@ Each step goes through `survive`, so a step may refuse with a PoolirError but ne
 accepts the model, the next step gets it: parse -> write and read back -> plan -> run -> convert.
 Runs are skipped for models whose tensors would exceed SMALL_ELEMENTS (huge but legal shapes are
 covered by test_memory.py under a memory cap).
+
+The value comparisons here (ONNX run vs its converted IR run, IR run vs its converted ONNX run) are
+consistency checks between poolir's independent readings of the two worlds, as `poolir verify` makes; they
+are not oracles. The oracles for the same paths are onnxruntime and OpenVINO, in tests/converter and
+tests/runtime.
 """
 
 from __future__ import annotations
