@@ -93,8 +93,7 @@ def median_ms(call: Callable[[], object], repeat: int, warmup: int) -> float:
 def poolir_runner(model: onnx.ModelProto, workload: Workload) -> tuple[str, Callable]:
     """runtime.Session(model).run, the official number; the bare kernels if the Session cannot run it."""
     try:
-        import runtime
-
+        from poolir import runtime
         session = runtime.Session(model)
         feeds = {"x": np.zeros(workload.shape, np.float32)}
         session.run(feeds)
@@ -107,8 +106,8 @@ def poolir_runner(model: onnx.ModelProto, workload: Workload) -> tuple[str, Call
 
 def kernel_runner(workload: Workload) -> Callable:
     """The kernels called directly with windows resolved once (what a plan does)."""
-    from ir.geometry import pool_windows
-    from runtime import kernels
+    from poolir.ir.geometry import pool_windows
+    from poolir.runtime import kernels
 
     attrs = workload.attrs
     spatial = workload.shape[2:]

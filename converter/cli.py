@@ -12,7 +12,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from ir.errors import PoolirError
+from poolir.ir.errors import PoolirError
 
 EXIT_MISMATCH = 1
 EXIT_BAD_INPUT = 2
@@ -66,7 +66,7 @@ def main() -> None:
 
 
 def _register() -> None:
-    from converter import cmd_convert, cmd_inspect, cmd_run, cmd_verify
+    from poolir.converter import cmd_convert, cmd_inspect, cmd_run, cmd_verify
 
     for module in (cmd_convert, cmd_run, cmd_inspect, cmd_verify):
         main.add_command(module.command)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from converter.cli import fail
-from converter.describe import describe
+from poolir.converter.cli import fail
+from poolir.converter.describe import describe
 
 
 @click.command("inspect")

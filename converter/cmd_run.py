@@ -16,9 +16,9 @@ from pathlib import Path
 import click
 import numpy as np
 
-from ir.atomic import atomic_path, refuse_overwriting_inputs
-from converter.feeds import adopt_bfloat16, load_archive, load_array, random_input
-from ir.errors import FeedError, UsageError
+from poolir.ir.atomic import atomic_path, refuse_overwriting_inputs
+from poolir.converter.feeds import adopt_bfloat16, load_archive, load_array, random_input
+from poolir.ir.errors import FeedError, UsageError
 
 
 def _parse_input_option(text: str) -> tuple[str, str]:
@@ -70,8 +70,7 @@ def command(model, input_options, inputs_archive, seed, output, as_json) -> None
     Inputs not given are drawn from --seed: floats uniformly in [-1, 1), integers over their type's
     whole range. Inputs with dynamic dims must be given.
     """
-    import runtime
-
+    from poolir import runtime
     if output:
         refuse_overwriting_inputs(output, [model, Path(model).with_suffix(".bin"), inputs_archive,
                                            *(_parse_input_option(option)[1] for option in input_options)])

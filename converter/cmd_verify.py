@@ -11,8 +11,8 @@ from pathlib import Path
 
 import click
 
-from converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
-from ir.atomic import refuse_overwriting_inputs, write_files_atomically
+from poolir.converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
+from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
 
 STATUS_WORDS = {"reference": "reference", "ok": "ok", "mismatch": "MISMATCH", "refused": "REFUSED",
                 "expected-refused": "refused (expected)", "error": "ERROR"}
@@ -138,6 +138,6 @@ def command(paths, peers, rtol, atol, inputs, seed, as_json, report_file) -> Non
             click.echo("\n".join(format_model(model)) + "\n")
         click.echo(format_summary(report))
     if not report.passed:
-        from converter.cli import EXIT_MISMATCH  # here, not at the top: cli imports this module
+        from poolir.converter.cli import EXIT_MISMATCH  # here, not at the top: cli imports this module
 
         sys.exit(EXIT_MISMATCH)

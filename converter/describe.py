@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ir
-from ir.errors import InvalidModelError, UsageError, node_label
-from ir.model import Dim, Model, Shape, shape_str
+from poolir import ir
+from poolir.ir.errors import InvalidModelError, UsageError, node_label
+from poolir.ir.model import Dim, Model, Shape, shape_str
 
 
 @dataclass(slots=True)
@@ -173,7 +173,7 @@ def describe_onnx(path: Path) -> ModelDescription:
     import onnx
     from onnx import helper, shape_inference
 
-    from runtime.session import load_onnx
+    from poolir.runtime.session import load_onnx
 
     source = os.fspath(path)
     model = load_onnx(path, check=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.errors import PoolirError, UsageError
+from poolir.ir.errors import PoolirError, UsageError
 
 
 def load_array(path: str, what: str) -> np.ndarray:

@@ -34,12 +34,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ir.element_types import dtype_of
-from ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
-from ir.geometry import AxisWindow, effective_kernel, output_length
-from ir.infer import Inference, TensorInfo, infer_model, pool_windows_of
-from ir.model import Layer, Model
-from runtime.ir_ops import openvino_max_floor
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
+from poolir.ir.geometry import AxisWindow, effective_kernel, output_length
+from poolir.ir.infer import Inference, TensorInfo, infer_model, pool_windows_of
+from poolir.ir.model import Layer, Model
+from poolir.runtime.ir_ops import openvino_max_floor
 
 MIN_OPSET, MAX_OPSET = 7, 22
 ONNX_IR_VERSION = 10  # every opset up to 22 is valid in ONNX IR version 10, which onnxruntime reads

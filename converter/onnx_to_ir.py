@@ -40,13 +40,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import onnx
 
-from ir.builder import GraphBuilder
-from ir.element_types import dtype_of
-from ir.errors import (ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError,
+from poolir.ir.builder import GraphBuilder
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import (ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError,
                        node_label)
-from ir.geometry import AxisWindow, axis_window, effective_kernel, output_length
-from ir.model import Model
-from runtime import onnx_ops
+from poolir.ir.geometry import AxisWindow, axis_window, effective_kernel, output_length
+from poolir.ir.model import Model
+from poolir.runtime import onnx_ops
 
 # ONNX TensorProto element types -> IR element types.
 IR_ELEMENT_TYPES: dict[int, str] = {

@@ -55,10 +55,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from converter.ir_to_onnx import MAX_OPSET
-from converter.peers import onnxruntime_run, openvino_run_xml
-from runtime.session import load_onnx
-from ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError
+from poolir.converter.ir_to_onnx import MAX_OPSET
+from poolir.converter.peers import onnxruntime_run, openvino_run_xml
+from poolir.runtime.session import load_onnx
+from poolir.ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError
 
 PEERS = ("onnxruntime", "openvino")
 EXAMPLE_MODELS = ("model.onnx", "model.xml")
@@ -329,8 +329,7 @@ def _lazy(compute: Callable[[], Any]) -> Callable[[], Any]:
 
 
 def _converter(name: str):
-    import converter
-
+    from poolir import converter
     function = getattr(converter, name, None)
     if function is None:
         raise _Refused("error", f"converter.{name} is not available in this build")
@@ -354,8 +353,7 @@ def _run_path(name: str, run: Callable[[], dict[str, np.ndarray]], *, peer: bool
 
 
 def _runtime(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    import runtime
-
+    from poolir import runtime
     return runtime.run(model, feeds)
 
 
@@ -384,8 +382,7 @@ def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], out
                                   peer=True))
     if "openvino" in peers:
         def openvino_on_poolir_ir():
-            import ir
-
+            from poolir import ir
             xml_path = workdir / "onnx_to_ir.xml"
             ir.write_model(to_ir(), xml_path)
             return openvino_run_xml(xml_path, feeds, output_names)
@@ -455,7 +452,7 @@ def load_arrays(path: Path) -> dict[str, np.ndarray]:
     """
     import ml_dtypes
 
-    from converter.feeds import adopt_bfloat16, load_archive
+    from poolir.converter.feeds import adopt_bfloat16, load_archive
 
     bfloat16 = np.dtype(ml_dtypes.bfloat16)
     arrays = load_archive(os.fspath(path))  # a damaged archive is a UsageError naming the file
@@ -464,13 +461,13 @@ def load_arrays(path: Path) -> dict[str, np.ndarray]:
 
 def _feeds_for(session, given: Mapping[str, np.ndarray] | None, seed: int, source: str) -> dict[str, np.ndarray]:
     """Feeds for every declared input: from `given` where named, else random from `seed` (as `poolir run`)."""
-    from converter.feeds import adopt_bfloat16, random_input
+    from poolir.converter.feeds import adopt_bfloat16, random_input
 
     given = dict(given or {})
     declared = [spec.name for spec in session.inputs]
     unknown = [name for name in given if name not in declared]
     if unknown:
-        from ir.errors import FeedError
+        from poolir.ir.errors import FeedError
 
         raise FeedError(f"unknown input {', '.join(repr(n) for n in unknown)} (the model's inputs are: "
                         f"{', '.join(repr(n) for n in declared) or 'none'})", file=source)
@@ -488,7 +485,7 @@ def _feeds_for(session, given: Mapping[str, np.ndarray] | None, seed: int, sourc
 
 def _shape_warnings(model) -> list[str]:
     """Declared-vs-inferred disagreements of an IR model (the AvgPool-1 spec's own examples have two)."""
-    from ir.infer import check
+    from poolir.ir.infer import check
 
     # The report names the file once, in its header: drop it from each warning.
     prefix = f"{model.source}: " if model.source else ""
@@ -500,8 +497,7 @@ def verify_model(path: str | os.PathLike, *, peers: Sequence[str] = (), rtol: fl
                  inputs_source: str | None = None, expected: Mapping[str, np.ndarray] | None = None,
                  manifest: Manifest | None = None, example: str | None = None) -> ModelReport:
     """Verify one `.onnx` or `.xml` model on every path. See the module docstring for the rules."""
-    import runtime
-
+    from poolir import runtime
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".onnx", ".xml"):
@@ -514,8 +510,7 @@ def verify_model(path: str | os.PathLike, *, peers: Sequence[str] = (), rtol: fl
     if suffix == ".onnx":
         model, kind, warnings = load_onnx(path), "onnx", []
     else:
-        import ir
-
+        from poolir import ir
         model, kind = ir.read_model(path), "ir"
         warnings = _shape_warnings(model)
     try:

@@ -56,7 +56,7 @@ def _temporary_beside(destination: Path, suffix: str) -> tuple[int, str]:
     (mkstemp's own error names the random temporary name instead)."""
     folder = destination.parent or Path(".")
     if not folder.is_dir():
-        from ir.errors import UsageError
+        from poolir.ir.errors import UsageError
 
         raise UsageError(f"cannot write the output: the folder {os.fspath(folder)} does not exist",
                          file=destination)
@@ -92,7 +92,7 @@ def refuse_overwriting_inputs(destination: str | os.PathLike, inputs: Iterable[s
 
     Every command calls this for each output before doing any work: an output must never replace an input.
     """
-    from ir.errors import UsageError
+    from poolir.ir.errors import UsageError
 
     destination = Path(destination)
     for source in inputs:

@@ -22,12 +22,12 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from ir.element_types import dtype_of, element_type_of
-from ir.errors import PoolirError, UsageError, layer_label
-from ir.infer import TensorInfo, infer_layer, infer_model
-from ir.model import Dim, Edge, Layer, Model, Port, Shape, static_shape
-from ir.schema import normalize_attrs, op_version, parse_dim
-from ir.validate import validate_graph
+from poolir.ir.element_types import dtype_of, element_type_of
+from poolir.ir.errors import PoolirError, UsageError, layer_label
+from poolir.ir.infer import TensorInfo, infer_layer, infer_model
+from poolir.ir.model import Dim, Edge, Layer, Model, Port, Shape, static_shape
+from poolir.ir.schema import normalize_attrs, op_version, parse_dim
+from poolir.ir.validate import validate_graph
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ir.errors import UnsupportedError
+from poolir.ir.errors import UnsupportedError
 
 # element_type -> numpy dtype. "boolean" is OpenVINO's bool; u1 is a packed bit type used by some
 # OpenVINO layers' constants and is read as bool after unpacking (see ir.reader).

@@ -39,7 +39,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from ir.errors import UsageError
+from poolir.ir.errors import UsageError
 
 Rounding = Literal["floor", "ceil", "ceil_torch"]
 AutoPad = Literal["explicit", "same_upper", "same_lower", "valid"]

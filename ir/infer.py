@@ -43,12 +43,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ir.element_types import dtype_of
-from ir.errors import (InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error,
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import (InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error,
                        layer_label)
-from ir.geometry import MAX_AXIS_VALUE, AxisWindow, axis_window, effective_kernel, output_length, resolve_pads
-from ir.model import Dim, Layer, Model, Shape, shape_str, static_shape
-from ir.schema import op_version
+from poolir.ir.geometry import MAX_AXIS_VALUE, AxisWindow, axis_window, effective_kernel, output_length, resolve_pads
+from poolir.ir.model import Dim, Layer, Model, Shape, shape_str, static_shape
+from poolir.ir.schema import op_version
 
 MAX_FOLDED_ELEMENTS = 4096  # values larger than this are not folded: shape arithmetic is small
 
@@ -163,7 +163,7 @@ def _ints(values) -> str:
 
 def infer_model(model: Model) -> Inference:
     """Infer every output port; raise InvalidModelError/UnsupportedError located at file and layer."""
-    from ir.validate import topological_order
+    from poolir.ir.validate import topological_order
 
     order = topological_order(model)
     producers = {(e.to_layer, e.to_port): (e.from_layer, e.from_port) for e in model.edges}
@@ -207,7 +207,7 @@ def check(model: Model) -> list[ShapeWarning]:
 
 
 def _check_allocatable(shape: Shape) -> None:
-    from ir.reader import MAX_ELEMENTS
+    from poolir.ir.reader import MAX_ELEMENTS
 
     if math.prod(d.min for d in shape) > MAX_ELEMENTS:
         raise InvalidModelError(f"the inferred output {shape_str(shape)} has more than {MAX_ELEMENTS} elements "
@@ -754,7 +754,7 @@ _RULES: dict[str, Callable[[Layer, list[TensorInfo]], list[TensorInfo]]] = {
 
 
 def _check_rules_cover_schemas() -> None:
-    from ir.schema import SCHEMAS
+    from poolir.ir.schema import SCHEMAS
 
     missing = set(SCHEMAS) - set(_RULES)
     if missing:

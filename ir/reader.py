@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
-from ir.element_types import DTYPES, PRECISIONS
-from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error, layer_label
-from ir.model import Edge, Layer, Model, Port, Shape
-from ir.schema import op_version, parse_attrs, parse_dim
+from poolir.ir.element_types import DTYPES, PRECISIONS
+from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error, layer_label
+from poolir.ir.model import Edge, Layer, Model, Port, Shape
+from poolir.ir.schema import op_version, parse_attrs, parse_dim
 
 # A declared tensor larger than this is refused before anything is allocated: 2**31 elements is
 # 8 GiB of f32, beyond any pooling model this tool is for, and keeps int64 index arithmetic exact.
@@ -82,8 +82,8 @@ def read_model(path: str | os.PathLike) -> Model:
 def parse_model(xml_bytes: bytes, weights: bytes | Any | None = None, *, source: str = "<memory>") -> Model:
     """Parse IR from bytes. `weights` is the .bin content, or a callable returning it (called only
     when a Const needs it), or None when there is no .bin."""
-    from ir.infer import infer_model
-    from ir.validate import validate_graph
+    from poolir.ir.infer import infer_model
+    from poolir.ir.validate import validate_graph
 
     root = parse_xml_safely(xml_bytes, source)
     if root.tag != "net":

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ir.element_types import DTYPES
-from ir.errors import UnsupportedError, UsageError
-from ir.model import Dim, Shape
+from poolir.ir.element_types import DTYPES
+from poolir.ir.errors import UnsupportedError, UsageError
+from poolir.ir.model import Dim, Shape
 
 # The newest OpenVINO opset this table knows. A version beyond it is refused rather than guessed.
 LATEST_OPSET = 16

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import deque
 
-from ir.errors import InvalidModelError, PoolirError, as_model_error, layer_label
-from ir.model import Layer, Model
-from ir.schema import normalize_attrs, op_version
+from poolir.ir.errors import InvalidModelError, PoolirError, as_model_error, layer_label
+from poolir.ir.model import Layer, Model
+from poolir.ir.schema import normalize_attrs, op_version
 
 
 def _where(layer: Layer) -> str:
@@ -30,7 +30,7 @@ def validate_graph(model: Model) -> None:
             schema = op_version(layer.type, layer.version)
             layer.attrs = normalize_attrs(schema, layer.attrs)
             if layer.type in ("AvgPool", "MaxPool"):
-                from ir.infer import check_pool_ranges
+                from poolir.ir.infer import check_pool_ranges
 
                 check_pool_ranges(layer.attrs)
         except PoolirError as error:

@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 from lxml import etree
 
-from ir.atomic import write_files_atomically
-from ir.element_types import PRECISION_OF, dtype_of
-from ir.errors import InvalidModelError, PoolirError, UsageError, layer_label
-from ir.infer import Inference, infer_model
-from ir.model import Layer, Model, Port
-from ir.reader import join_names, parse_xml_safely
-from ir.schema import format_attrs, op_version
+from poolir.ir.atomic import write_files_atomically
+from poolir.ir.element_types import PRECISION_OF, dtype_of
+from poolir.ir.errors import InvalidModelError, PoolirError, UsageError, layer_label
+from poolir.ir.infer import Inference, infer_model
+from poolir.ir.model import Layer, Model, Port
+from poolir.ir.reader import join_names, parse_xml_safely
+from poolir.ir.schema import format_attrs, op_version
 
 SUPPORTED_VERSIONS = (10, 11)
 

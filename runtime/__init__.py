@@ -5,6 +5,6 @@
     outs = runtime.run(model, feeds)
 """
 
-from runtime.session import Program, Session, TensorSpec, run
+from poolir.runtime.session import Program, Session, TensorSpec, run
 
 __all__ = ["Program", "Session", "TensorSpec", "run"]

@@ -21,13 +21,13 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ir.element_types import dtype_of
-from ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
-from ir.model import Layer, Model
-from runtime import tensor_ops
-from ir.validate import topological_order, validate_graph
-from runtime.ir_ops import AvgPoolOp, MaxPoolOp
-from runtime.session import TensorSpec
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
+from poolir.ir.model import Layer, Model
+from poolir.runtime import tensor_ops
+from poolir.ir.validate import topological_order, validate_graph
+from poolir.runtime.ir_ops import AvgPoolOp, MaxPoolOp
+from poolir.runtime.session import TensorSpec
 
 # A layer's compiled form: input arrays (in input-port order) -> output arrays (in output-port order).
 LayerFn = Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]]

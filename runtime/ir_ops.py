@@ -47,11 +47,11 @@ from typing import Any, Callable
 import ml_dtypes
 import numpy as np
 
-from ir.errors import InvalidModelError, UnsupportedError, UsageError
-from ir.geometry import AxisWindow
-from ir.infer import pool_windows_of
-from ir.model import Layer
-from runtime import kernels
+from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
+from poolir.ir.geometry import AxisWindow
+from poolir.ir.infer import pool_windows_of
+from poolir.ir.model import Layer
+from poolir.runtime import kernels
 
 # --------------------------------------------------------------------------------------------------
 # Attributes: the IR package's schema (ir/schema.py) selects the op version, types every attribute and

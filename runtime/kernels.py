@@ -44,8 +44,8 @@ from typing import Literal, Sequence
 import ml_dtypes
 import numpy as np
 
-from ir.errors import UnsupportedError, UsageError
-from ir.geometry import AxisWindow
+from poolir.ir.errors import UnsupportedError, UsageError
+from poolir.ir.geometry import AxisWindow
 
 __all__ = ["IndexLayout", "max_pool", "avg_pool", "lp_pool", "global_pool", "lowest_value", "DIVISORS",
            "release_work_arrays"]

@@ -22,10 +22,10 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
-from runtime.onnx_ops import (ADAPTERS, OP_VERSIONS, NodeContext, constant_value, normalize_attributes, onnx_dtype,
+from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
+from poolir.runtime.onnx_ops import (ADAPTERS, OP_VERSIONS, NodeContext, constant_value, normalize_attributes, onnx_dtype,
                               op_version)
-from runtime.session import TensorSpec
+from poolir.runtime.session import TensorSpec
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 # The newest default-domain opset whose operator versions poolir's tables were checked against (onnx 1.23).

@@ -50,9 +50,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ir.errors import UsageError
-from ir.geometry import pool_windows
-from runtime import tensor_ops
+from poolir.ir.errors import UsageError
+from poolir.ir.geometry import pool_windows
+from poolir.runtime import tensor_ops
 
 # ---------------------------------------------------------------------------------------------------
 # Attribute and version tables
@@ -455,7 +455,7 @@ class WindowedPoolStep:
     __slots__ = ("pool", "version", "_plans", "_run")
 
     def __init__(self, pool: OnnxPool, version: OpVersion):
-        from runtime import kernels
+        from poolir.runtime import kernels
 
         self.pool = pool
         self.version = version
@@ -510,7 +510,7 @@ def plan_windowed_pool(ctx: NodeContext) -> Step:
 
 @adapter("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
 def plan_global_pool(ctx: NodeContext) -> Step:
-    from runtime import kernels
+    from poolir.runtime import kernels
 
     kind = {"GlobalAveragePool": "avg", "GlobalMaxPool": "max", "GlobalLpPool": "lp"}[ctx.version.op_type]
     p = global_p(ctx.version, ctx.attrs) if kind == "lp" else 2.0

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from ir.errors import FeedError, InvalidModelError, UnsupportedError, UsageError
+from poolir.ir.errors import FeedError, InvalidModelError, UnsupportedError, UsageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +56,7 @@ def load_program(model: Any) -> tuple[Program, str | None]:
         if suffix == ".onnx":
             return _onnx_program(load_onnx(path), str(path)), str(path)
         if suffix == ".xml":
-            import ir
-
+            from poolir import ir
             read_model = getattr(ir, "read_model", None)
             if read_model is None:
                 raise UnsupportedError("reading IR .xml files is not available in this build (ir.read_model "
@@ -69,7 +68,7 @@ def load_program(model: Any) -> tuple[Program, str | None]:
 
     if isinstance(model, onnx.ModelProto):
         return _onnx_program(model, None), None
-    from ir.model import Model
+    from poolir.ir.model import Model
 
     if isinstance(model, Model):
         return _ir_program(model), model.source
@@ -111,14 +110,14 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False):
 
 
 def _onnx_program(model, source: str | None) -> Program:
-    from runtime.onnx_executor import OnnxProgram
+    from poolir.runtime.onnx_executor import OnnxProgram
 
     return OnnxProgram(model, source=source)
 
 
 def _ir_program(model) -> Program:
     try:
-        from runtime.ir_executor import IRProgram
+        from poolir.runtime.ir_executor import IRProgram
     except ImportError as error:
         raise UnsupportedError(f"running IR models is not available in this build "
                                f"(runtime.ir_executor could not be imported: {error})",

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from onnx import TensorProto, helper
 
-from converter.cli import main
+from poolir.converter.cli import main
 from tests.peers import onnxruntime_run
 
 

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from onnx import helper
 
-import ir
-from converter.cli import main
+from poolir import ir
+from poolir.converter.cli import main
 from tests.peers import onnxruntime_run, openvino_run_xml
 
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import converter
-from converter.cli import main
-from converter.verify import find_examples, load_arrays, verify_paths
+from poolir import converter
+from poolir.converter.cli import main
+from poolir.converter.verify import find_examples, load_arrays, verify_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

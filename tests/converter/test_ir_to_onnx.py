@@ -12,11 +12,11 @@ import numpy as np
 import onnx
 import pytest
 
-import ir
-import runtime
-from converter import ir_to_onnx, onnx_to_ir
-from ir.builder import GraphBuilder
-from ir.errors import ConversionError, UsageError
+from poolir import ir
+from poolir import runtime
+from poolir.converter import ir_to_onnx, onnx_to_ir
+from poolir.ir.builder import GraphBuilder
+from poolir.ir.errors import ConversionError, UsageError
 from tests.converter.test_onnx_to_ir_oracle import (KNOWN_ONNXRUNTIME_BUGS, PoolCase, assert_outputs_match,
                                                     pool_case_grid)
 from tests.peers import onnxruntime_run, openvino_convert_to_xml, openvino_run_xml
@@ -257,8 +257,8 @@ def test_dynamic_length_ceil_that_may_keep_a_padding_window_is_refused():
 
 
 def test_every_layer_type_the_ir_package_reads_has_a_conversion():
-    from converter.ir_to_onnx import _CONVERTERS
-    from ir.schema import SCHEMAS
+    from poolir.converter.ir_to_onnx import _CONVERTERS
+    from poolir.ir.schema import SCHEMAS
 
     assert set(SCHEMAS) == set(_CONVERTERS)
 

@@ -15,11 +15,11 @@ import onnx
 import pytest
 from onnx import helper
 
-import ir
-import runtime
-import converter
-from converter import onnx_to_ir
-from ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
+from poolir import ir
+from poolir import runtime
+from poolir import converter
+from poolir.converter import onnx_to_ir
+from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
 from tests.converter.test_onnx_to_ir_oracle import PoolCase, assert_outputs_match, pool_case_grid
 from tests.peers import onnxruntime_run, openvino_run_onnx, openvino_run_xml
 

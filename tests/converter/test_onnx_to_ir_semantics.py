@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ir
-from ir.builder import GraphBuilder
+from poolir import ir
+from poolir.ir.builder import GraphBuilder
 from tests.peers import openvino_run_xml
 
 LOWEST_F32 = float(np.finfo(np.float32).min)

@@ -17,11 +17,11 @@ import pytest
 from click.testing import CliRunner
 from onnx import TensorProto, helper
 
-import converter
-from converter.cli import main
-from converter.verify import (DEFAULT_TOLERANCES, EXACT, Tolerance, compare, find_examples, tolerance_for,
+from poolir import converter
+from poolir.converter.cli import main
+from poolir.converter.verify import (DEFAULT_TOLERANCES, EXACT, Tolerance, compare, find_examples, tolerance_for,
                               verify_paths)
-from ir.errors import ConversionError, UsageError
+from poolir.ir.errors import ConversionError, UsageError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -272,7 +272,7 @@ def test_find_examples_walks_a_folder_of_example_folders(tmp_path):
 
 
 def test_progress_counts_models_on_a_terminal(monkeypatch, capsys):
-    from converter.cmd_verify import _Progress
+    from poolir.converter.cmd_verify import _Progress
 
     monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
     progress = _Progress()

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from ir.errors import UsageError
-from ir.geometry import axis_window, pool_windows, same_pads
+from poolir.ir.errors import UsageError
+from poolir.ir.geometry import axis_window, pool_windows, same_pads
 
 
 @pytest.mark.parametrize("rounding, expected", [("floor", 2), ("ceil", 3), ("ceil_torch", 2)])

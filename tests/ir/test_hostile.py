@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ir
-from ir.builder import GraphBuilder
-from ir.errors import InvalidModelError, PoolirError, UnsupportedError
+from poolir import ir
+from poolir.ir.builder import GraphBuilder
+from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError
 
 POOL = "layer 'pool' (id 1, AvgPool)"
 CONST = "layer 'two' (id 2, Const)"
@@ -193,7 +193,7 @@ def test_base_file_is_valid(tmp_path: Path) -> None:
 
 def test_entity_is_never_expanded_even_without_doctype_check(tmp_path: Path) -> None:
     """The parser itself is configured not to resolve entities or load a DTD (defence in depth)."""
-    from ir.reader import _parser
+    from poolir.ir.reader import _parser
 
     parser = _parser()
     from lxml import etree

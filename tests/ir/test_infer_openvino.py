@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import ir
-from ir.builder import GraphBuilder
-from ir.errors import PoolirError
+from poolir import ir
+from poolir.ir.builder import GraphBuilder
+from poolir.ir.errors import PoolirError
 from tests.peers import openvino_core
 
 ROUNDINGS = {"opset1": ("floor", "ceil"), "opset8": ("floor", "ceil"), "opset14": ("floor", "ceil", "ceil_torch"),

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 from onnx import TensorProto, helper
 
-import ir
-from converter.cli import main
-from ir.builder import GraphBuilder
+from poolir import ir
+from poolir.converter.cli import main
+from poolir.ir.builder import GraphBuilder
 
 SEEDS = Path(__file__).parent / "data" / "seed_avgpool1"
 

@@ -13,9 +13,9 @@ from typing import Callable
 import numpy as np
 import pytest
 
-import ir
-from ir.builder import GraphBuilder, OutputRef
-from ir.schema import SCHEMAS
+from poolir import ir
+from poolir.ir.builder import GraphBuilder, OutputRef
+from poolir.ir.schema import SCHEMAS
 from tests.peers import openvino_core
 
 Build = Callable[[GraphBuilder], list[OutputRef]]

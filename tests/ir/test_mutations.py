@@ -10,9 +10,9 @@ import re
 import numpy as np
 import pytest
 
-import ir
-from ir.builder import GraphBuilder
-from ir.errors import PoolirError
+from poolir import ir
+from poolir.ir.builder import GraphBuilder
+from poolir.ir.errors import PoolirError
 from tests.ir.test_hostile import BASE_BIN, BASE_XML
 
 VALUES = ["a&#10;b", "&#13;", "0", "-1", "1", "", "abc", "99999999999", "2,2", "1,1,1", "-5,3", "?", "1..", "f16",

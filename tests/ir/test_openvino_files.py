@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-import ir
+from poolir import ir
 from tests.peers import openvino_convert_to_xml, openvino_core
 
 F32, F16, F64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE

@@ -11,11 +11,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import ir
-from ir.builder import GraphBuilder
-from ir.errors import InvalidModelError, UnsupportedError, UsageError
-from ir.model import Dim
-from ir.schema import op_version, parse_dim
+from poolir import ir
+from poolir.ir.builder import GraphBuilder
+from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
+from poolir.ir.model import Dim
+from poolir.ir.schema import op_version, parse_dim
 from tests.peers import openvino_core
 
 POOL_XML = """<?xml version="1.0"?>

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from converter.cli import main
+from poolir.converter.cli import main
 from tests.robustness.harness import TRIED, FAILED_CLEANLY
 
 

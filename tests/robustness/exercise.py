@@ -19,9 +19,9 @@ from typing import Mapping
 import numpy as np
 import onnx
 
-import ir
-import runtime
-from ir.errors import PoolirError
+from poolir import ir
+from poolir import runtime
+from poolir.ir.errors import PoolirError
 from tests.robustness.harness import survive
 
 SMALL_ELEMENTS = 1 << 20
@@ -85,7 +85,7 @@ def exercise_ir(xml: bytes, weights: bytes | None, *, source: str = "fuzz.xml", 
             ir_outputs = survive("ir.run", lambda: session.run(feeds))
     if small is not True:
         return
-    from converter.ir_to_onnx import ir_to_onnx
+    from poolir.converter.ir_to_onnx import ir_to_onnx
 
     converted = survive("ir.to_onnx", lambda: ir_to_onnx(model))
     if isinstance(converted, PoolirError):
@@ -115,7 +115,7 @@ def exercise_onnx(model: onnx.ModelProto, *, seed: int = 0, specials: bool = Fal
         feeds = feeds_for(session.inputs, np.random.default_rng(seed), specials=specials)
         if feeds is not None:
             onnx_outputs = survive("onnx.run", lambda: session.run(feeds))
-    from converter.onnx_to_ir import onnx_to_ir
+    from poolir.converter.onnx_to_ir import onnx_to_ir
 
     converted = survive("onnx.to_ir", lambda: onnx_to_ir(model))
     if isinstance(converted, PoolirError):

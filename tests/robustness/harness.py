@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from hypothesis import HealthCheck, settings
 
-from ir.errors import PoolirError
+from poolir.ir.errors import PoolirError
 
 TRIED: Counter[str] = Counter()
 FAILED_CLEANLY: Counter[str] = Counter()

@@ -12,8 +12,8 @@ from functools import cache
 
 import numpy as np
 
-import ir
-from ir.builder import GraphBuilder
+from poolir import ir
+from poolir.ir.builder import GraphBuilder
 
 
 @dataclass(frozen=True)

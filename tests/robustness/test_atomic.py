@@ -17,8 +17,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-import ir
-import ir.atomic
+from poolir import ir
+import poolir.ir.atomic
 from tests.robustness.cli_check import invoke_cli
 from tests.robustness.ir_bases import bases
 

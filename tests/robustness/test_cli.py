@@ -69,8 +69,7 @@ def test_cli_on_missing_files_and_directories(tmp_path):
 
 
 def _subprocess(*args: str) -> subprocess.CompletedProcess:
-    code = "import sys; from converter.cli import main; sys.exit(main())"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-m", "poolir", *args], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).parents[2])
 
 

@@ -10,11 +10,11 @@ import numpy as np
 import onnx
 import pytest
 
-import ir
-import runtime
-from converter.ir_to_onnx import ir_to_onnx
-from converter.onnx_to_ir import onnx_to_ir
-from ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError
+from poolir import ir
+from poolir import runtime
+from poolir.converter.ir_to_onnx import ir_to_onnx
+from poolir.converter.onnx_to_ir import onnx_to_ir
+from poolir.ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError
 from tests.robustness.cli_check import all_commands
 from tests.robustness.harness import survive
 

@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given, strategies as st
 from onnx import TensorProto, helper
 
-import runtime
-from converter.onnx_to_ir import onnx_to_ir
-from ir.builder import GraphBuilder
-from ir.errors import FeedError, PoolirError
+from poolir import runtime
+from poolir.converter.onnx_to_ir import onnx_to_ir
+from poolir.ir.builder import GraphBuilder
+from poolir.ir.errors import FeedError, PoolirError
 from tests.robustness.harness import fuzz, survive
 
 NAN, INF = np.nan, np.inf
@@ -82,8 +82,7 @@ def test_onnx_max_pool_propagates_nan_and_keeps_minus_inf():
 
 def test_ir_max_pool_ignores_nan_and_minus_inf_like_openvino(tmp_path):
     from tests.peers import openvino_run_xml
-    import ir
-
+    from poolir import ir
     x = row(NAN, 1, NAN, NAN, 2, -INF, -INF)
     model = _ir_max_pool(7)
     outs = runtime.run(model, {"x": x})
@@ -107,7 +106,7 @@ def test_max_pool_nan_and_minus_inf_are_the_documented_difference(tmp_path):
     depends on where the NaN stands. No IR pooling layer can express poolir's reading and the converter cannot
     see the data, so a converted MaxPool differs exactly there: the README's documented limit. If an engine
     changes, this test says so."""
-    from ir import write_model
+    from poolir.ir import write_model
     from tests.peers import onnxruntime_run, openvino_run_xml
 
     lowest = np.finfo(np.float32).min

@@ -20,9 +20,8 @@ GUARD_SECONDS = 120
 
 def poolir(*args) -> subprocess.CompletedProcess:
     TRIED["hang.cli"] += 1
-    code = "import sys; from converter.cli import main; sys.argv = ['poolir', *sys.argv[1:]]; main()"
     try:
-        return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "poolir", *map(str, args)], capture_output=True, text=True,
                               timeout=GUARD_SECONDS, cwd=Path(__file__).parents[2])
     except subprocess.TimeoutExpired:
         pytest.fail(f"poolir {' '.join(map(str, args))} did not finish in {GUARD_SECONDS} s (a hang)")

@@ -27,7 +27,7 @@ _CAPPED = """
 import resource, sys
 cap = {cap} << 20
 resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-from converter.cli import main
+from poolir.converter.cli import main
 sys.argv = ["poolir", *sys.argv[1:]]
 main()
 """

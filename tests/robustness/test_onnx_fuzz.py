@@ -11,7 +11,7 @@ import onnx
 from hypothesis import given, strategies as st
 from onnx import TensorProto, helper
 
-import runtime
+from poolir import runtime
 from tests.robustness.exercise import exercise_onnx
 from tests.robustness.harness import fuzz, survive
 
@@ -199,7 +199,7 @@ def test_garbled_onnx_files_are_refused_or_work(tmp_path_factory, data):
     path = Path(tmp_path_factory.mktemp("garbled")) / "model.onnx"
     path.write_bytes(data)
     session = survive("onnx.load", lambda: runtime.Session(path), names=str(path))
-    from converter.describe import describe
+    from poolir.converter.describe import describe
 
     survive("onnx.inspect", lambda: describe(str(path)), names=str(path))
     if not hasattr(session, "inputs"):

@@ -50,14 +50,12 @@ def single_layer_ir(build: Callable, shape: Sequence[int], dtype, path: Path, *,
 
 
 def read_ir(path: Path):
-    import ir
-
+    from poolir import ir
     return ir.read_model(path)
 
 
 def run_poolir(path: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    import runtime
-
+    from poolir import runtime
     return runtime.Session(read_ir(path)).run(feeds)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from runtime.onnx_ops import OP_VERSIONS
+from poolir.runtime.onnx_ops import OP_VERSIONS
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ import openvino.opset12 as ov12
 import openvino.opset15 as ov15
 import pytest
 
-from ir.errors import InvalidModelError, PoolirError, UnsupportedError
-from ir.model import Dim, Edge, Layer, Model, Port
-from runtime.ir_executor import IRProgram
+from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError
+from poolir.ir.model import Dim, Edge, Layer, Model, Port
+from poolir.runtime.ir_executor import IRProgram
 from tests.runtime.ir_cases import OV_TYPES, assert_matches_openvino, save_ir
 
 RNG = np.random.default_rng(7)
@@ -115,7 +115,7 @@ def test_strided_slice_new_axis_with_shrink():
     # x[1, newaxis, 2:3] in numpy terms. OpenVINO's shape inference agrees ([1, 1, 4]) but its CPU plugin
     # returns x[0, 1, 1] followed by uninitialised values for this mask combination (a plugin bug), so
     # the expectation here is numpy's indexing, which is what the StridedSlice spec describes.
-    from ir.builder import GraphBuilder
+    from poolir.ir.builder import GraphBuilder
 
     builder = GraphBuilder("m")
     x = builder.parameter("x", "f32", (2, 3, 4))
@@ -292,7 +292,7 @@ def test_run_time_shape_errors_name_the_layer():
 
 def _one_layer(layer_type: str, version: str, attrs: dict, x: np.ndarray, constants: list[np.ndarray]) -> Model:
     """Parameter "x" and Consts feeding one layer whose output 0 is the Result "y" (hand-built)."""
-    from ir.element_types import element_type_of
+    from poolir.ir.element_types import element_type_of
 
     shape = tuple(Dim.static(d) for d in x.shape)
     layers = [Layer(0, "x", "Parameter", "opset1", {"element_type": element_type_of(x.dtype), "shape": shape}, [],

@@ -11,7 +11,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ir.errors import PoolirError
+from poolir.ir.errors import PoolirError
 from tests.peers import openvino_run_xml
 from tests.runtime.ir_cases import avg_pool_node, max_pool_node, run_poolir, single_layer_ir
 

@@ -4,9 +4,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ir.errors import UnsupportedError, UsageError
-from ir.geometry import pool_windows
-from runtime.kernels import IndexLayout, avg_pool, global_pool, lowest_value, lp_pool, max_pool
+from poolir.ir.errors import UnsupportedError, UsageError
+from poolir.ir.geometry import pool_windows
+from poolir.runtime.kernels import IndexLayout, avg_pool, global_pool, lowest_value, lp_pool, max_pool
 
 F32_LOWEST = -np.finfo(np.float32).max
 

@@ -18,9 +18,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ir.geometry import pool_windows
-from runtime import kernels
-from runtime.kernels import IndexLayout, avg_pool, global_pool, lp_pool, max_pool
+from poolir.ir.geometry import pool_windows
+from poolir.runtime import kernels
+from poolir.runtime.kernels import IndexLayout, avg_pool, global_pool, lp_pool, max_pool
 from tests.peers import onnxruntime_run
 
 ONNX_TYPES = {np.float16: TensorProto.FLOAT16, np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,

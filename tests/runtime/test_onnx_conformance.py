@@ -19,8 +19,7 @@ import numpy as np
 import onnx
 import pytest
 
-import runtime
-
+from poolir import runtime
 GENERATOR_MODULES = ("averagepool", "maxpool", "lppool", "globalaveragepool", "globalmaxpool")
 # The seed texts live in shared/ beside the checkout (as in CI); a checkout alone skips the seed tests.
 SEED_004 = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "004_367079bfeb48a1e3.txt"
@@ -71,7 +70,7 @@ def test_onnx_backend_case(name):
 @pytest.mark.parametrize("name", sorted(BACKEND_CASES))
 def test_onnx_backend_case_at_every_opset_that_accepts_it(name):
     """The same case at older opsets where the op version accepts its attributes and input type."""
-    from runtime.onnx_ops import OP_VERSIONS
+    from poolir.runtime.onnx_ops import OP_VERSIONS
 
     case = BACKEND_CASES[name]
     node = case.model.graph.node[0]

@@ -40,7 +40,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import runtime
+from poolir import runtime
 from tests.peers import onnxruntime_run
 from tests.runtime.onnx_grid import BF16, GridCase, global_cases, windowed_cases
 
@@ -161,7 +161,7 @@ def test_matches_onnxruntime(case: GridCase):
 
 def test_grid_breadth():
     """The grid really covers what it claims: every version row, rank, dtype and attribute family."""
-    from runtime.onnx_ops import OP_VERSIONS
+    from poolir.runtime.onnx_ops import OP_VERSIONS
 
     covered_versions = {(c.op_type, c.opset) for c in CASES}
     for op_type in ("AveragePool", "MaxPool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"):
@@ -217,7 +217,7 @@ def random_cases(draw):
 def _has_window_without_real_input(case: GridCase) -> bool:
     """With dilations, a window can miss the input even when pads < kernel; onnxruntime then reports
     its own fill values (see test_onnx_semantics.py for poolir's), so such draws are not compared."""
-    from ir.geometry import pool_windows
+    from poolir.ir.geometry import pool_windows
 
     a = case.attrs
     rank = len(a["kernel_shape"])

@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-import runtime
+from poolir import runtime
 from tests.peers import onnxruntime_run
 
 R = np.random.default_rng(7)

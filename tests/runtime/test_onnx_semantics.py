@@ -14,8 +14,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-import runtime
-from ir.errors import FeedError, InvalidModelError, UnsupportedError
+from poolir import runtime
+from poolir.ir.errors import FeedError, InvalidModelError, UnsupportedError
 
 NAN, INF = math.nan, math.inf
 
@@ -273,7 +273,7 @@ def test_dangling_input_and_cycle_are_refused():
 
 
 def test_version_tables_match_onnx_schemas():
-    from runtime.onnx_ops import OP_VERSIONS, POOLING_OPS, op_version
+    from poolir.runtime.onnx_ops import OP_VERSIONS, POOLING_OPS, op_version
 
     type_names = {"tensor(float16)": np.float16, "tensor(float)": np.float32, "tensor(double)": np.float64,
                   "tensor(bfloat16)": ml_dtypes.bfloat16, "tensor(int8)": np.int8, "tensor(uint8)": np.uint8}

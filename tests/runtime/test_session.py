@@ -7,11 +7,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import ir
-import runtime
-from ir.errors import FeedError, InvalidModelError, UsageError
-from runtime.onnx_executor import OnnxProgram
-from runtime.session import Program, TensorSpec
+from poolir import ir
+from poolir import runtime
+from poolir.ir.errors import FeedError, InvalidModelError, UsageError
+from poolir.runtime.onnx_executor import OnnxProgram
+from poolir.runtime.session import Program, TensorSpec
 from tests.peers import onnxruntime_run, openvino_convert_to_xml, openvino_run_xml
 
 
