@@ -12,7 +12,7 @@ from poolir.converter.ir_to_onnx import MAX_OPSET, MIN_OPSET, ir_to_onnx
 from poolir.converter.onnx_to_ir import onnx_to_ir
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
 from poolir.ir.errors import PoolirError, UsageError
-from poolir.runtime.session import load_onnx
+from poolir.runtime.onnx_model import load_onnx
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:

@@ -173,7 +173,7 @@ def describe_onnx(path: Path) -> ModelDescription:
     import onnx
     from onnx import helper, shape_inference
 
-    from poolir.runtime.session import load_onnx
+    from poolir.runtime.onnx_model import load_onnx
 
     source = os.fspath(path)
     model = load_onnx(path, check=True)

@@ -47,6 +47,7 @@ from poolir.ir.errors import (ConversionError, InvalidModelError, PoolirError, U
 from poolir.ir.geometry import AxisWindow, axis_window, effective_kernel, output_length
 from poolir.ir.model import Model
 from poolir.runtime import onnx_ops
+from poolir.runtime.onnx_model import default_opset, refuse_unsupported
 
 # ONNX TensorProto element types -> IR element types.
 IR_ELEMENT_TYPES: dict[int, str] = {
@@ -56,7 +57,10 @@ IR_ELEMENT_TYPES: dict[int, str] = {
 }
 
 SUPPORTED_OPS = (*onnx_ops.POOLING_OPS, "Identity")
-_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def _converts(op_type: str, opset: int) -> bool:
+    return op_type in SUPPORTED_OPS and onnx_ops.op_version(op_type, opset) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +137,9 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
         raise UsageError(f"IR version {ir_version} is not supported (10 or 11)")
     graph = onnx_model.graph
     _refuse_undecodable_names(graph)
-    opset = _default_opset(onnx_model)
-    _refuse_unsupported(onnx_model, opset)
+    opset = default_opset(onnx_model)
+    refuse_unsupported(onnx_model, opset, lambda op_type: _converts(op_type, opset), onnx_ops.first_opset,
+                       doing="cannot convert to IR: ")
     builder = GraphBuilder(graph.name or "model")
     values: dict[str, _Value] = {}
     initializers = {init.name: init for init in graph.initializer}
@@ -195,29 +200,6 @@ def _refuse_undecodable_names(graph: onnx.GraphProto) -> None:
     for what, value in named:
         if isinstance(value, bytes):
             raise InvalidModelError(f"{what} {value!r} is not valid UTF-8 text")
-
-
-def _default_opset(onnx_model: onnx.ModelProto) -> int:
-    for entry in onnx_model.opset_import:
-        if entry.domain in _DEFAULT_DOMAINS:
-            return int(entry.version)
-    raise InvalidModelError("the model imports no version of the default ONNX domain (ai.onnx)")
-
-
-def _refuse_unsupported(onnx_model: onnx.ModelProto, opset: int) -> None:
-    """One error listing every unsupported op (type, domain, version), or nothing."""
-    versions = {entry.domain or "ai.onnx": entry.version for entry in onnx_model.opset_import}
-    unsupported: dict[tuple[str, str, int], None] = {}
-    for node in onnx_model.graph.node:
-        domain = node.domain or "ai.onnx"
-        supported = (node.domain in _DEFAULT_DOMAINS and node.op_type in SUPPORTED_OPS
-                     and onnx_ops.op_version(node.op_type, opset) is not None)
-        if not supported:
-            unsupported[(node.op_type, domain, int(versions.get(domain, 0)))] = None
-    if unsupported:
-        listed = ", ".join(f"{op} ({domain}, opset {version})" for op, domain, version in unsupported)
-        raise UnsupportedError(f"unsupported operators: {listed} (supported: {', '.join(SUPPORTED_OPS)} "
-                               f"from the default domain)")
 
 
 def _element_type(onnx_type: int, what: str) -> str:

@@ -57,7 +57,7 @@ import numpy as np
 
 from poolir.converter.ir_to_onnx import MAX_OPSET
 from poolir.converter.peers import onnxruntime_run, openvino_run_xml
-from poolir.runtime.session import load_onnx
+from poolir.runtime.onnx_model import load_onnx
 from poolir.ir.errors import ConversionError, InvalidModelError, PoolirError, UnsupportedError, UsageError
 
 PEERS = ("onnxruntime", "openvino")

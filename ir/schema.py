@@ -291,6 +291,27 @@ def op_version(layer_type: str, version: str) -> OpVersion:
     return candidates[-1]
 
 
+def first_version_with(layer_type: str, attr: str) -> int | None:
+    """The first opset whose `layer_type` has attribute `attr`, or None (AvgPool dilations: 16).
+
+    A version fact is asked of this table, never restated (ceil_torch is a rounding_type choice: see
+    `first_version_allowing`)."""
+    for row in SCHEMAS.get(layer_type, ()):
+        if any(a.name == attr for a in row.attrs):
+            return row.since
+    return None
+
+
+def first_version_allowing(layer_type: str, attr: str, value: str) -> int | None:
+    """The first opset whose `layer_type` accepts `value` for the choice attribute `attr`
+    (MaxPool rounding_type ceil_torch: 14), or None."""
+    for row in SCHEMAS.get(layer_type, ()):
+        for a in row.attrs:
+            if a.name == attr and a.choices is not None and value in a.choices:
+                return row.since
+    return None
+
+
 def parse_attrs(schema: OpVersion, raw: dict[str, str]) -> dict[str, Any]:
     """Typed attributes from the text of a <data> element, defaults filled in, in schema order.
 

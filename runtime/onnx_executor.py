@@ -23,14 +23,11 @@ import onnx
 from onnx import numpy_helper
 
 from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
-from poolir.runtime.onnx_ops import (ADAPTERS, OP_VERSIONS, NodeContext, constant_value, normalize_attributes, onnx_dtype,
+from poolir.runtime.onnx_ops import (ADAPTERS, NodeContext, constant_value, first_opset, normalize_attributes, onnx_dtype,
                               op_version)
+from poolir.runtime.onnx_model import default_opset, refuse_unsupported
 from poolir.runtime.session import TensorSpec
 
-DEFAULT_DOMAINS = ("", "ai.onnx")
-# The newest default-domain opset whose operator versions poolir's tables were checked against (onnx 1.23).
-# A newer opset may redefine an op without poolir noticing, so it is refused.
-MAX_OPSET = 28
 
 
 def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None, tuple | None]]:
@@ -79,16 +76,8 @@ class OnnxProgram:
     def __init__(self, model: onnx.ModelProto, *, source: str | None = None):
         self.source = source
         graph = model.graph
-        opsets = {(imp.domain or ""): imp.version for imp in model.opset_import}
-        if "ai.onnx" in opsets:
-            opsets.setdefault("", opsets["ai.onnx"])
-        self.opset = opsets.get("")
-        if self.opset is None:
-            raise InvalidModelError("the model imports no opset for the default ONNX domain", file=source)
-        if self.opset > MAX_OPSET:
-            raise UnsupportedError(f"opset {self.opset} is newer than the newest opset poolir knows ({MAX_OPSET})",
-                                   file=source)
-        self._check_supported(graph, opsets)
+        self.opset = default_opset(model, source)
+        refuse_unsupported(model, self.opset, self._supports, first_opset, source=source)
 
         self._constants: dict[str, np.ndarray] = {}
         for initializer in graph.initializer:
@@ -104,26 +93,8 @@ class OnnxProgram:
 
     # -- validation ---------------------------------------------------------------------------------
 
-    def _check_supported(self, graph: onnx.GraphProto, opsets: dict[str, int]) -> None:
-        unsupported: dict[tuple[str, str, Any], int] = {}
-        for node in graph.node:
-            domain = node.domain or ""
-            version = opsets.get(domain)
-            if domain in DEFAULT_DOMAINS:
-                if node.op_type in ADAPTERS and op_version(node.op_type, self.opset) is not None:
-                    continue
-                key = (node.op_type, "ai.onnx", self.opset)
-            else:
-                key = (node.op_type, domain, version)
-            unsupported[key] = unsupported.get(key, 0) + 1
-        if unsupported:
-            described = []
-            for (op_type, domain, version), count in unsupported.items():
-                rows = OP_VERSIONS.get(op_type)
-                why = f", supported from opset {rows[0].since}" if rows and domain == "ai.onnx" else ""
-                times = f", {count} nodes" if count > 1 else ""
-                described.append(f"{op_type} (domain {domain}, opset {version}{why}{times})")
-            raise UnsupportedError(f"unsupported operators: {'; '.join(described)}", file=self.source)
+    def _supports(self, op_type: str) -> bool:
+        return op_type in ADAPTERS and op_version(op_type, self.opset) is not None
 
     def _input_spec(self, value: onnx.ValueInfoProto) -> TensorSpec:
         where = f"input '{value.name}'"

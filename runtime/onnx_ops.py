@@ -229,6 +229,22 @@ def op_version(op_type: str, opset: int) -> OpVersion | None:
     return chosen
 
 
+def first_opset(op_type: str) -> int | None:
+    """The first opset in which poolir runs `op_type`; None for an op it does not know."""
+    rows = OP_VERSIONS.get(op_type)
+    return rows[0].since if rows else None
+
+
+def first_opset_with(op_type: str, attribute: str) -> int | None:
+    """The first opset whose `op_type` has `attribute` (ceil_mode of MaxPool: 10); None if no version has it.
+
+    The converter asks this instead of restating version facts."""
+    for row in OP_VERSIONS.get(op_type, ()):
+        if attribute in row.attributes:
+            return row.since
+    return None
+
+
 def attribute_value(attribute: onnx.AttributeProto) -> tuple[str, Any]:
     """(kind, Python value) of an ONNX attribute; ints as tuples, strings decoded, tensors as numpy."""
     kind = _PROTO_KINDS.get(attribute.type, "unknown")

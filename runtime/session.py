@@ -21,7 +21,8 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from poolir.ir.errors import FeedError, InvalidModelError, UnsupportedError, UsageError
+from poolir.ir.errors import FeedError, UnsupportedError, UsageError
+from poolir.runtime.onnx_model import load_onnx
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,39 +75,6 @@ def load_program(model: Any) -> tuple[Program, str | None]:
         return _ir_program(model), model.source
     raise UsageError(f"a model must be an ir.Model, an onnx.ModelProto or a path to .xml/.onnx, "
                      f"not {type(model).__name__}")
-
-
-def load_onnx(path: str | os.PathLike, *, check: bool = False):
-    """Read and decode an .onnx file: the one way every command loads one. A missing, unreadable or
-    malformed file raises a PoolirError.
-
-    check=True also runs onnx.checker (convert and inspect, which write or describe the model as the ONNX
-    spec defines it). Running (run, verify, Session) does not: the checker of onnx 1.23 refuses, for
-    example, a graph output declared without a shape, which onnxruntime runs, and the executor validates
-    every node it runs itself."""
-    import onnx
-
-    path = Path(path)
-    if not path.is_file():
-        raise UsageError("no such file", file=path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InvalidModelError(f"cannot read the file: {error.strerror or error}", file=path) from None
-    if not data:
-        raise InvalidModelError("the file is empty", file=path)
-    try:
-        model = onnx.load_model_from_string(data)
-    except Exception as error:  # protobuf's DecodeError and friends: a malformed file
-        raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
-    if not check:
-        return model
-    try:
-        onnx.checker.check_model(model)
-    except (onnx.checker.ValidationError, ValueError) as error:  # ValueError: a string field that is not UTF-8
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
-        raise InvalidModelError(f"invalid ONNX model: {first_line}", file=path) from None
-    return model
 
 
 def _onnx_program(model, source: str | None) -> Program:

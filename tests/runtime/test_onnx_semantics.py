@@ -243,9 +243,9 @@ def test_unsupported_ops_are_listed_together():
     with pytest.raises(UnsupportedError) as caught:
         runtime.Session(model)
     message = str(caught.value)
-    assert "MaxRoiPool (domain ai.onnx, opset 6)" in message
-    assert "Add (domain ai.onnx, opset 6, supported from opset 7)" in message
-    assert "Custom (domain my.domain, opset 3)" in message
+    assert "MaxRoiPool (ai.onnx, opset 6)" in message
+    assert "Add (ai.onnx, opset 6; supported from opset 7)" in message
+    assert "Custom (my.domain, opset 3)" in message
 
 
 def test_newer_opset_than_known_is_refused():

@@ -1,0 +1,100 @@
+"""The one way poolir loads an ONNX model and resolves what it imports: used by run, convert, inspect and verify.
+
+- `load_onnx(path)` reads and decodes the file (and, with check=True, runs onnx.checker);
+- `default_opset(model)` is the opset of the default domain, refused when poolir's tables do not know it;
+- `refuse_unsupported(model, opset, supports)` raises one error listing every node a consumer (the
+  executor, the converter) cannot handle, each op once, in one wording.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+# The newest default-domain opset whose operator versions poolir's tables were checked against (onnx 1.23).
+# A newer opset may redefine an op without poolir noticing, so it is refused.
+MAX_OPSET = 28
+
+
+def load_onnx(path: str | os.PathLike, *, check: bool = False):
+    """Read and decode an .onnx file. A missing, unreadable or malformed file raises a PoolirError.
+
+    check=True also runs onnx.checker (convert and inspect, which write or describe the model as the ONNX
+    spec defines it). Running (run, verify, Session) does not: the checker of onnx 1.23 refuses, for
+    example, a graph output declared without a shape, which onnxruntime runs, and the executor validates
+    every node it runs itself."""
+    import onnx
+
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError("no such file", file=path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InvalidModelError(f"cannot read the file: {error.strerror or error}", file=path) from None
+    if not data:
+        raise InvalidModelError("the file is empty", file=path)
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception as error:  # protobuf's DecodeError and friends: a malformed file
+        raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
+    if not check:
+        return model
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError) as error:  # ValueError: a string field that is not UTF-8
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
+        raise InvalidModelError(f"invalid ONNX model: {first_line}", file=path) from None
+    return model
+
+
+def imported_opsets(model) -> dict[str, int]:
+    """domain -> imported version, with the default domain under "" (whether spelled "" or "ai.onnx")."""
+    opsets = {(entry.domain or ""): int(entry.version) for entry in model.opset_import}
+    if "ai.onnx" in opsets:
+        opsets.setdefault("", opsets["ai.onnx"])
+    return opsets
+
+
+def default_opset(model, source: str | os.PathLike | None = None) -> int:
+    """The default-domain opset the model imports; raises when absent or newer than MAX_OPSET."""
+    opset = imported_opsets(model).get("")
+    if opset is None:
+        raise InvalidModelError("the model imports no opset for the default ONNX domain (ai.onnx)", file=source)
+    if opset > MAX_OPSET:
+        raise UnsupportedError(f"opset {opset} is newer than the newest opset poolir knows ({MAX_OPSET})",
+                               file=source)
+    return opset
+
+
+def refuse_unsupported(model, opset: int, supports: Callable[[str], bool],
+                       first_opset: Callable[[str], int | None] = lambda op_type: None, *,
+                       source: str | os.PathLike | None = None, doing: str = "") -> None:
+    """Raise one UnsupportedError listing every op of the graph's nodes that `supports(op_type)` rejects.
+
+    Each op appears once: `Conv (ai.onnx, opset 9, 26 nodes)`, plus `; supported from opset N` when
+    `first_opset(op_type)` says a newer opset would do. A node outside the default domain is never
+    supported. `doing` prefixes the message ("cannot convert: ").
+    """
+    opsets = imported_opsets(model)
+    counts: dict[tuple[str, str, int], int] = {}
+    for node in model.graph.node:
+        in_default = (node.domain or "") in DEFAULT_DOMAINS
+        if in_default and supports(node.op_type):
+            continue
+        domain = "ai.onnx" if in_default else node.domain
+        key = (node.op_type, domain, opset if in_default else opsets.get(node.domain, 0))
+        counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return
+    described = []
+    for (op_type, domain, version), count in counts.items():
+        first = first_opset(op_type) if domain == "ai.onnx" else None
+        later = f"; supported from opset {first}" if first is not None and first > version else ""
+        nodes = f", {count} nodes" if count > 1 else ""
+        described.append(f"{op_type} ({domain}, opset {version}{nodes}{later})")
+    raise UnsupportedError(f"{doing}unsupported operators: {', '.join(described)}", file=source)
