@@ -27,7 +27,9 @@ from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Edge, Layer, Model, P
 from poolir.ir.schema import op_version, parse_attrs
 from poolir.ir.validate import validate_graph
 
-__all__ = ["MAX_ELEMENTS", "join_names", "parse_model", "parse_xml_safely", "read_model"]  # MAX_ELEMENTS: compatibility
+# MAX_ELEMENTS lives in ir.limits; it is re-exported here, its home before, for compatibility.
+__all__ = ["MAX_ELEMENTS", "join_names", "parse_model", "parse_xml_safely", "read_model"]
+
 # Attributes of a <layer> element that are its identity; any others (OpenVINO 2025+ writes
 # `output_names` on Result) are kept verbatim in Layer.element_attrs.
 _LAYER_IDENTITY = ("id", "name", "type", "version")
@@ -88,7 +90,8 @@ def parse_model(xml_bytes: bytes, weights: bytes | Any | None = None, *, source:
         raise InvalidModelError(f"the root element is <{root.tag}>, expected <net>", file=source)
     ir_version = _int_attr(root, "version", source, "<net>")
     if ir_version not in IR_VERSIONS:
-        raise UnsupportedError(f"IR version {ir_version} is not supported (supported: {IR_VERSIONS_TEXT})", file=source)
+        raise UnsupportedError(f"IR version {ir_version} is not supported (supported: {IR_VERSIONS_TEXT})",
+                               file=source)
     model = Model(name=root.get("name", ""), version=ir_version, source=source)
 
     layers_element = _only_child(root, "layers", source, "<net>", required=True)

@@ -13,7 +13,7 @@ a duplicate or missing entry is a bug in poolir, never the user's.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, TypeVar
+from typing import Callable, Iterable, Iterator, Mapping, TypeVar
 
 from poolir.ir.attributes import OpVersion
 from poolir.ir.model import Layer
@@ -53,7 +53,7 @@ class ShapeRules(Mapping[str, ShapeRule]):
     def __getitem__(self, layer_type: str) -> ShapeRule:
         return self._rules[layer_type]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._rules)
 
     def __len__(self) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from poolir.ir.attributes import OpVersion, parse_dim
+from poolir.ir.attributes import OpVersion, parse_dim  # parse_dim: re-exported, its home before (compatibility)
 from poolir.ir.errors import UnsupportedError, UsageError
 from poolir.ir.model import opset_number
 from poolir.ir.ops import SCHEMAS
