@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
+
+from poolir.ir.errors import UsageError
 
 
 def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
@@ -56,8 +59,6 @@ def _temporary_beside(destination: Path, suffix: str) -> tuple[int, str]:
     (mkstemp's own error names the random temporary name instead)."""
     folder = destination.parent or Path(".")
     if not folder.is_dir():
-        from poolir.ir.errors import UsageError
-
         raise UsageError(f"cannot write the output: the folder {os.fspath(folder)} does not exist",
                          file=destination)
     return tempfile.mkstemp(prefix=f".{destination.name}.", suffix=suffix, dir=folder)
@@ -72,8 +73,6 @@ def _backup(destination: Path) -> str | None:
     try:
         os.link(destination, backup)
     except OSError:  # a filesystem without hard links: a copy does as well
-        import shutil
-
         shutil.copy2(destination, backup)
     return backup
 
@@ -92,8 +91,6 @@ def refuse_overwriting_inputs(destination: str | os.PathLike, inputs: Iterable[s
 
     Every command calls this for each output before doing any work: an output must never replace an input.
     """
-    from poolir.ir.errors import UsageError
-
     destination = Path(destination)
     for source in inputs:
         if source is None:

@@ -22,11 +22,13 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from poolir.ir.attributes import parse_dim
 from poolir.ir.element_types import dtype_of, element_type_of
 from poolir.ir.errors import PoolirError, UsageError, layer_label
-from poolir.ir.infer import TensorInfo, infer_layer, infer_model
-from poolir.ir.model import Dim, Edge, Layer, Model, Port, Shape, static_shape
-from poolir.ir.schema import normalize_attrs, op_version, parse_dim
+from poolir.ir.infer import infer_layer, infer_model
+from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Dim, Edge, Layer, Model, Port, Shape, static_shape
+from poolir.ir.schema import normalize_attrs, op_version
+from poolir.ir.shapes import TensorInfo
 from poolir.ir.validate import validate_graph
 
 
@@ -109,8 +111,8 @@ class GraphBuilder:
 
     def build(self, version: int = 11) -> Model:
         """The finished model, validated, with every port's declared type and dims filled in."""
-        if version not in (10, 11):
-            raise UsageError(f"IR version {version!r} is not supported (supported: 10, 11)")
+        if version not in IR_VERSIONS:
+            raise UsageError(f"IR version {version!r} is not supported (supported: {IR_VERSIONS_TEXT})")
         model = Model(name=self.name, version=version,
                       layers=[_copy_layer(layer) for layer in self._layers], edges=list(self._edges))
         validate_graph(model)

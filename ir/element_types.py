@@ -29,6 +29,9 @@ PRECISIONS: dict[str, str] = {
 }
 PRECISION_OF: dict[str, str] = {v: k for k, v in PRECISIONS.items()}
 
+# The element types an index output may have (MaxPool's argmax indices, ShapeOf).
+INDEX_ELEMENT_TYPES = ("i32", "i64")
+
 
 def dtype_of(element_type: str) -> np.dtype:
     try:
@@ -36,6 +39,11 @@ def dtype_of(element_type: str) -> np.dtype:
     except KeyError:
         raise UnsupportedError(
             f"element type {element_type!r} is not supported (supported: {', '.join(DTYPES)})") from None
+
+
+def is_integer(element_type: str) -> bool:
+    """Whether `element_type` holds integers (bool and u1 do not). Raises UnsupportedError for an unknown type."""
+    return bool(np.issubdtype(dtype_of(element_type), np.integer))
 
 
 def element_type_of(dtype: np.dtype) -> str:

@@ -26,8 +26,8 @@ class PoolirError(Exception):
 
     def _format(self) -> str:
         parts = [p for p in (self.file, self.where) if p]
-        # One line whatever a hostile file puts in its names: an ONNX op_type "AveragePool*\x15\n..." made a
-        # two-line message. Control characters are shown escaped.
+        # One line whatever a hostile file puts in its names or values: every character that is not
+        # printable (a newline, \x15) is shown escaped.
         return "".join(char if char.isprintable() or char == " " else repr(char)[1:-1]
                        for char in ": ".join([*parts, self.problem]))
 

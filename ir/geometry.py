@@ -48,7 +48,7 @@ ROUNDINGS: tuple[str, ...] = ("floor", "ceil", "ceil_torch")
 AUTO_PADS: tuple[str, ...] = ("explicit", "same_upper", "same_lower", "valid")
 # Largest kernel, stride, dilation, pad or input length accepted. Far beyond any real model (tensors are
 # capped at 2**31 elements), and small enough that every window coordinate fits the int64 arithmetic
-# of starts() and the kernels: a stride of 2**63 from a hostile file overflowed numpy.
+# of starts() and the kernels (a stride near 2**63 would overflow it).
 MAX_AXIS_VALUE = 2**31 - 1
 
 
@@ -198,3 +198,37 @@ def _check_at_least(name: str, value: int, minimum: int) -> None:
         raise UsageError(f"{name} {value} must be >= {minimum}")
     if value > MAX_AXIS_VALUE:
         raise UsageError(f"{name} {value} must be <= {MAX_AXIS_VALUE} (2**31 - 1)")
+
+
+# ---------------------------------------------------------------------------------------------
+# An IR pooling layer's window attributes, read once per axis
+
+@dataclass(frozen=True, slots=True)
+class PoolAxisAttrs:
+    """One spatial axis of an IR AvgPool/MaxPool layer's attributes, as written: pads before auto_pad."""
+
+    kernel: int
+    stride: int
+    dilation: int
+    pad_begin: int
+    pad_end: int
+
+    @property
+    def effective_kernel(self) -> int:
+        return effective_kernel(self.kernel, self.dilation)
+
+    def resolve_pads(self, length: int, auto_pad: str) -> tuple[int, int]:
+        """(pad_begin, pad_end) on an axis of `length` under `auto_pad` (see `resolve_pads`)."""
+        return resolve_pads(length, self.kernel, self.stride, self.dilation, self.pad_begin, self.pad_end, auto_pad)
+
+
+def pool_axes(attrs: dict) -> tuple[PoolAxisAttrs, ...]:
+    """kernel, strides, dilations, pads_begin and pads_end of an IR pooling layer, one entry per spatial axis.
+
+    A version without `dilations` (AvgPool-1, MaxPool-1) has dilation 1. The lists must have one value per
+    axis each (a ValueError otherwise: callers check the lengths first, naming the attribute).
+    """
+    kernel = attrs["kernel"]
+    dilations = attrs.get("dilations") or (1,) * len(kernel)
+    return tuple(PoolAxisAttrs(*values) for values in
+                 zip(kernel, attrs["strides"], dilations, attrs["pads_begin"], attrs["pads_end"], strict=True))

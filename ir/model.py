@@ -15,6 +15,12 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from poolir.ir.errors import layer_label
+
+# The IR versions (the `version` of <net>) poolir reads, builds and writes.
+IR_VERSIONS = (10, 11)
+IR_VERSIONS_TEXT = ", ".join(map(str, IR_VERSIONS))  # for messages: "supported: 10, 11"
+
 
 @dataclass(frozen=True, slots=True)
 class Dim:
@@ -89,14 +95,24 @@ class Layer:
     @property
     def opset(self) -> int:
         """The opset number of `version` ("opset16" -> 16); 0 when the version is not an opsetN."""
-        digits = self.version[5:] if self.version.startswith("opset") else ""
-        return int(digits) if digits.isdigit() else 0
+        return opset_number(self.version)
+
+    @property
+    def label(self) -> str:
+        """How messages name this layer: `layer 'pool1' (id 3, AvgPool)`."""
+        return layer_label(self.name, self.id, self.type)
 
     def port(self, port_id: int) -> Port:
         for port in (*self.inputs, *self.outputs):
             if port.id == port_id:
                 return port
         raise KeyError(port_id)
+
+
+def opset_number(version: str) -> int:
+    """The N of an opset name "opsetN" ("opset16" -> 16); 0 for any other text."""
+    digits = version[len("opset"):] if version.startswith("opset") else ""
+    return int(digits) if digits.isdecimal() else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +126,7 @@ class Edge:
 @dataclass(slots=True)
 class Model:
     name: str
-    version: int = 11  # IR version: 10 or 11
+    version: int = 11  # IR version: one of IR_VERSIONS
     layers: list[Layer] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
     rt_info: str | None = None  # serialized <rt_info> of the net, kept verbatim

@@ -18,15 +18,18 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
+from poolir.ir.attributes import parse_dim
 from poolir.ir.element_types import DTYPES, PRECISIONS
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error, layer_label
-from poolir.ir.model import Edge, Layer, Model, Port, Shape
-from poolir.ir.schema import op_version, parse_attrs, parse_dim
+from poolir.ir.infer import infer_model
+from poolir.ir.limits import MAX_ELEMENTS, check_declared_size
+from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Edge, Layer, Model, Port, Shape
+from poolir.ir.schema import op_version, parse_attrs
+from poolir.ir.validate import validate_graph
 
-# A declared tensor larger than this is refused before anything is allocated: 2**31 elements is
-# 8 GiB of f32, beyond any pooling model this tool is for, and keeps int64 index arithmetic exact.
-MAX_ELEMENTS = 2**31
-SUPPORTED_IR_VERSIONS = (10, 11)
+# MAX_ELEMENTS lives in ir.limits; it is re-exported here, its home before, for compatibility.
+__all__ = ["MAX_ELEMENTS", "join_names", "parse_model", "parse_xml_safely", "read_model"]
+
 # Attributes of a <layer> element that are its identity; any others (OpenVINO 2025+ writes
 # `output_names` on Result) are kept verbatim in Layer.element_attrs.
 _LAYER_IDENTITY = ("id", "name", "type", "version")
@@ -82,15 +85,13 @@ def read_model(path: str | os.PathLike) -> Model:
 def parse_model(xml_bytes: bytes, weights: bytes | Any | None = None, *, source: str = "<memory>") -> Model:
     """Parse IR from bytes. `weights` is the .bin content, or a callable returning it (called only
     when a Const needs it), or None when there is no .bin."""
-    from poolir.ir.infer import infer_model
-    from poolir.ir.validate import validate_graph
-
     root = parse_xml_safely(xml_bytes, source)
     if root.tag != "net":
         raise InvalidModelError(f"the root element is <{root.tag}>, expected <net>", file=source)
     ir_version = _int_attr(root, "version", source, "<net>")
-    if ir_version not in SUPPORTED_IR_VERSIONS:
-        raise UnsupportedError(f"IR version {ir_version} is not supported (supported: 10, 11)", file=source)
+    if ir_version not in IR_VERSIONS:
+        raise UnsupportedError(f"IR version {ir_version} is not supported (supported: {IR_VERSIONS_TEXT})",
+                               file=source)
     model = Model(name=root.get("name", ""), version=ir_version, source=source)
 
     layers_element = _only_child(root, "layers", source, "<net>", required=True)
@@ -104,17 +105,10 @@ def parse_model(xml_bytes: bytes, weights: bytes | Any | None = None, *, source:
             blob_cache.append(content)
         return blob_cache[0]
 
-    seen_ids: dict[int, Layer] = {}
     for element in layers_element:
         if element.tag != "layer":
             raise InvalidModelError(f"unexpected element <{element.tag}> in <layers>", file=source)
-        layer = _read_layer(element, ir_version, source, blob)
-        if layer.id in seen_ids:
-            raise InvalidModelError(f"duplicate layer id {layer.id} (also used by "
-                                    f"{layer_label(seen_ids[layer.id].name, layer.id, seen_ids[layer.id].type)})",
-                                    file=source, where=layer_label(layer.name, layer.id, layer.type))
-        seen_ids[layer.id] = layer
-        model.layers.append(layer)
+        model.layers.append(_read_layer(element, ir_version, source, blob))
 
     edges_element = _only_child(root, "edges", source, "<net>", required=False)
     for element in (edges_element if edges_element is not None else ()):
@@ -140,7 +134,7 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
     for key in _LAYER_IDENTITY:
         if element.get(key) is None:
             raise InvalidModelError(f"the <layer> element has no {key!r} attribute", file=source, where=where)
-    if not name.strip():  # it names inputs, outputs and messages (an empty Parameter name gave an ONNX input "")
+    if not name.strip():  # a layer name names inputs, outputs and messages, so it must say something
         raise InvalidModelError("the layer name is empty", file=source, where=where)
     layer_id = _int_attr(element, "id", source, where)
     if layer_id < 0:
@@ -169,7 +163,7 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
         if child.tag not in ("data", "input", "output", "rt_info"):
             raise InvalidModelError(f"unexpected element <{child.tag}> in <layer>", file=source, where=where)
     if layer.type == "Parameter":
-        check_size(layer.attrs["shape"], "the Parameter shape", source, where)
+        check_declared_size(layer.attrs["shape"], "the Parameter shape", source, where)
     if layer.type == "Const":
         layer.data = _read_const(layer, blob, source, where)
     return layer
@@ -198,7 +192,7 @@ def _read_port(element: etree._Element, ir_version: int, source: str, where: str
         else:
             raise InvalidModelError(f"unexpected element <{child.tag}> in <port>", file=source, where=port_where)
     shape: Shape = tuple(dims)
-    check_size(shape, "the declared port shape", source, port_where)
+    check_declared_size(shape, "the declared port shape", source, port_where)
     names = _split_names(element.get("names", "")) if ir_version >= 11 else ()
     return Port(id=port_id, element_type=element_type, shape=shape, names=names, rt_info=rt_info)
 
@@ -206,7 +200,7 @@ def _read_port(element: etree._Element, ir_version: int, source: str, where: str
 def _read_const(layer: Layer, blob, source: str, where: str) -> np.ndarray:
     attrs = layer.attrs
     element_type, shape, offset, size = attrs["element_type"], attrs["shape"], attrs["offset"], attrs["size"]
-    check_size(shape, "the Const shape", source, where)
+    check_declared_size(shape, "the Const shape", source, where)
     count = math.prod(d.min for d in shape)
     dtype = DTYPES[element_type]
     expected = (count + 7) // 8 if element_type == "u1" else count * dtype.itemsize
@@ -229,15 +223,6 @@ def _read_const(layer: Layer, blob, source: str, where: str) -> np.ndarray:
     else:
         values = np.frombuffer(raw, dtype=dtype).copy()
     return values.reshape(tuple(d.min for d in shape))
-
-
-def check_size(shape: Shape, what: str, source: str | None, where: str | None) -> None:
-    """Refuse a shape whose static part alone exceeds MAX_ELEMENTS, before anything is allocated."""
-    # A dynamic dim counts with its lower bound, a zero dim as 1: beside a zero dim the product is 0, and
-    # shapes "0, 4611686018427387904" and "0, 2147483648, 2147483648" made numpy's reshape raise ValueError.
-    if math.prod(max(d.min, 1) for d in shape) > MAX_ELEMENTS:
-        raise InvalidModelError(f"{what} {[str(d) for d in shape]} has more than {MAX_ELEMENTS} elements "
-                                "(2**31, the limit poolir allocates)", file=source, where=where)
 
 
 def _split_names(text: str) -> tuple[str, ...]:

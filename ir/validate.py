@@ -1,21 +1,17 @@
-"""Structural validation of an IR graph: edges, ports, port counts, cycles, attribute ranges.
+"""Structural validation of an IR graph: edges, ports, port counts, cycles, attribute values.
 
-Shape-dependent checks (output size >= 1, broadcast compatibility) live in ir/infer.py; together
-they establish the invariants documented in ir/model.py. Every problem raises InvalidModelError or
-UnsupportedError naming the file and the layer.
+Shape-dependent checks (output size >= 1, broadcast compatibility) live in the shape rules (ir/ops),
+which ir/infer.py runs; together they establish the invariants documented in ir/model.py. Every
+problem raises InvalidModelError or UnsupportedError naming the file and the layer.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
-from poolir.ir.errors import InvalidModelError, PoolirError, as_model_error, layer_label
+from poolir.ir.errors import InvalidModelError, PoolirError, as_model_error
 from poolir.ir.model import Layer, Model
 from poolir.ir.schema import normalize_attrs, op_version
-
-
-def _where(layer: Layer) -> str:
-    return layer_label(layer.name, layer.id, layer.type)
 
 
 def validate_graph(model: Model) -> None:
@@ -24,26 +20,20 @@ def validate_graph(model: Model) -> None:
     by_id: dict[int, Layer] = {}
     for layer in model.layers:
         if layer.id in by_id:
-            raise InvalidModelError(f"duplicate layer id {layer.id}", file=source, where=_where(layer))
+            raise InvalidModelError(f"duplicate layer id {layer.id} (also used by {by_id[layer.id].label})",
+                                    file=source, where=layer.label)
         by_id[layer.id] = layer
         try:
             schema = op_version(layer.type, layer.version)
             layer.attrs = normalize_attrs(schema, layer.attrs)
-            if layer.type in ("AvgPool", "MaxPool"):
-                from poolir.ir.infer import check_pool_ranges
-
-                check_pool_ranges(layer.attrs)
+            if schema.value_check is not None:
+                schema.value_check(layer.attrs)
+            schema.check_port_count("output", len(layer.outputs))
+            schema.check_port_count("input", len(layer.inputs))
         except PoolirError as error:
-            raise as_model_error(error).located(file=source, where=_where(layer)) from None
-        for kind, ports, (low, high), verb in (("output", layer.outputs, schema.outputs, "has"),
-                                               ("input", layer.inputs, schema.inputs, "takes")):
-            count = len(ports)
-            if count < low or (high is not None and count > high):
-                expected = f"{low}" if low == high else f"{low} to {high if high is not None else 'any number of'}"
-                raise InvalidModelError(f"has {count} {kind} ports, {schema.label} {verb} {expected}",
-                                        file=source, where=_where(layer))
+            raise as_model_error(error).located(file=source, where=layer.label) from None
         if layer.type == "Const" and layer.data is None:
-            raise InvalidModelError("the Const has no data", file=source, where=_where(layer))
+            raise InvalidModelError("the Const has no data", file=source, where=layer.label)
 
     fed: dict[tuple[int, int], object] = {}
     for edge in model.edges:
@@ -56,18 +46,18 @@ def validate_graph(model: Model) -> None:
             raise InvalidModelError(f"{text}: there is no layer with id {missing} (a dangling edge)", file=source)
         if not any(port.id == edge.from_port for port in source_layer.outputs):
             raise InvalidModelError(f"{text}: port {edge.from_port} is not an output port of this layer "
-                                    "(a dangling edge)", file=source, where=_where(source_layer))
+                                    "(a dangling edge)", file=source, where=source_layer.label)
         if not any(port.id == edge.to_port for port in target_layer.inputs):
             raise InvalidModelError(f"{text}: port {edge.to_port} is not an input port of this layer "
-                                    "(a dangling edge)", file=source, where=_where(target_layer))
+                                    "(a dangling edge)", file=source, where=target_layer.label)
         if (edge.to_layer, edge.to_port) in fed:
             raise InvalidModelError(f"{text}: input port {edge.to_port} already has an edge "
-                                    "(two edges into one port)", file=source, where=_where(target_layer))
+                                    "(two edges into one port)", file=source, where=target_layer.label)
         fed[(edge.to_layer, edge.to_port)] = edge
     for layer in model.layers:
         for port in layer.inputs:
             if (layer.id, port.id) not in fed:
-                raise InvalidModelError(f"input port {port.id} is not connected", file=source, where=_where(layer))
+                raise InvalidModelError(f"input port {port.id} is not connected", file=source, where=layer.label)
     topological_order(model)
 
 
@@ -92,5 +82,5 @@ def topological_order(model: Model) -> list[Layer]:
     if len(order) != len(model.layers):
         stuck = [layer for layer in model.layers if pending[layer.id] > 0]
         raise InvalidModelError(f"the graph has a cycle through {len(stuck)} layers",
-                                file=model.source, where=_where(stuck[0]))
+                                file=model.source, where=stuck[0].label)
     return order

@@ -16,20 +16,18 @@ from lxml import etree
 
 from poolir.ir.atomic import write_files_atomically
 from poolir.ir.element_types import PRECISION_OF, dtype_of
-from poolir.ir.errors import InvalidModelError, PoolirError, UsageError, layer_label
+from poolir.ir.errors import InvalidModelError, PoolirError, UsageError
 from poolir.ir.infer import Inference, infer_model
-from poolir.ir.model import Layer, Model, Port
+from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Layer, Model, Port
 from poolir.ir.reader import join_names, parse_xml_safely
 from poolir.ir.schema import format_attrs, op_version
-
-SUPPORTED_VERSIONS = (10, 11)
 
 
 def serialize(model: Model, version: int | None = None) -> tuple[bytes, bytes]:
     """(xml bytes, bin bytes) of `model`; `version` 10 or 11, default the model's own (11 when built)."""
     version = model.version if version is None else version
-    if version not in SUPPORTED_VERSIONS:
-        raise UsageError(f"IR version {version!r} cannot be written (supported: 10, 11)")
+    if version not in IR_VERSIONS:
+        raise UsageError(f"IR version {version!r} cannot be written (supported: {IR_VERSIONS_TEXT})")
     # OpenVINO requires `precision` on every port; a port read without one gets the inferred type.
     missing_types = any(port.element_type is None for layer in model.layers for port in (*layer.inputs, *layer.outputs))
     inference = infer_model(model) if missing_types else None
@@ -94,7 +92,7 @@ def _const_blob(layer: Layer) -> bytes:
 
 def _emit_layer(lines: list[str], layer: Layer, version: int, weights: _Weights, source: str | None,
                 inference: Inference | None) -> None:
-    where = layer_label(layer.name, layer.id, layer.type)
+    where = layer.label
     try:
         schema = op_version(layer.type, layer.version)
         attrs = dict(layer.attrs)
@@ -171,7 +169,7 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 def _escape(value: object, quote: bool = True) -> str:
     found = _NOT_XML.search(str(value))
-    if found:  # a converted ONNX name with \x17 in it was written, and then the file could not be read back
+    if found:  # refused when written: such a file could not be read back
         raise UsageError(f"{str(value)!r} holds the character U+{ord(found.group()):04X}, which an IR .xml file "
                          "cannot represent")
     text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,30 @@
+"""IR operator families: each module holds one family's schema rows and shape rules.
+
+    io           Parameter, Const, Result
+    pooling      AvgPool, MaxPool (OpenVINO's pooling shape rules, pool_windows_of)
+    elementwise  Add .. Power, Abs, Sqrt, Floor, Convert, ConvertLike
+    movement     Reshape, Squeeze, Unsqueeze, Concat, Split, VariadicSplit, Transpose, Slice, StridedSlice,
+                 Gather, ShapeOf, Broadcast, Pad
+    reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
+
+A family module declares SCHEMA_ROWS (ir.attributes.OpVersion rows) and SHAPE_RULES (an
+ir.registry.ShapeRules). Adding a family is: write ir/ops/<family>.py, add it to FAMILIES. At import,
+SCHEMAS and SHAPE_RULES are built from every family and checked against each other (ir.registry):
+a duplicate row or rule, or a layer type with a schema but no rule (or the reverse), fails with its name.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from poolir.ir.attributes import OpVersion
+from poolir.ir.ops import elementwise, io, movement, pooling, reduction
+from poolir.ir.registry import ShapeRule, check_coverage, index_schema_rows, merge_shape_rules
+
+FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, reduction)
+
+# layer type -> its op versions, oldest first
+SCHEMAS: dict[str, tuple[OpVersion, ...]] = index_schema_rows(row for family in FAMILIES for row in family.SCHEMA_ROWS)
+# layer type -> its shape rule
+SHAPE_RULES: dict[str, ShapeRule] = merge_shape_rules(family.SHAPE_RULES for family in FAMILIES)
+check_coverage(SCHEMAS, SHAPE_RULES)

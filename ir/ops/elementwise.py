@@ -1,0 +1,85 @@
+"""Element-wise layers: binary arithmetic with numpy broadcasting (Add .. Power), unary Abs, Sqrt, Floor,
+and the element type changes Convert and ConvertLike."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from poolir.ir.attributes import BOOL, ELEMENT_TYPE, STR, Attr, OpVersion
+from poolir.ir.element_types import is_integer
+from poolir.ir.errors import InvalidModelError
+from poolir.ir.model import Layer, shape_str
+from poolir.ir.registry import ShapeRules
+from poolir.ir.shapes import TensorInfo, broadcast_shapes, folded, static_values
+
+AUTO_BROADCAST = ("none", "numpy")  # "pdpd" exists in OpenVINO but no pooling model uses it
+BINARY_TYPES = ("Add", "Subtract", "Multiply", "Divide", "FloorMod", "Maximum", "Minimum", "Power")
+UNARY_TYPES = ("Abs", "Sqrt", "Floor")
+
+
+def _binary(layer_type: str) -> OpVersion:
+    extra = (Attr("m_pythondiv", BOOL, True),) if layer_type == "Divide" else ()
+    return OpVersion(layer_type, 1, (Attr("auto_broadcast", STR, "numpy", AUTO_BROADCAST), *extra), inputs=(2, 2))
+
+
+SCHEMA_ROWS: tuple[OpVersion, ...] = (
+    *(_binary(layer_type) for layer_type in BINARY_TYPES),
+    *(OpVersion(layer_type, 1) for layer_type in UNARY_TYPES),
+    OpVersion("Convert", 1, (Attr("destination_type", ELEMENT_TYPE),)),
+    OpVersion("ConvertLike", 1, inputs=(2, 2)),
+)
+
+SHAPE_RULES = ShapeRules()
+
+# Binary ops whose integer values fold exactly with numpy (Divide folds by its own rounding rule).
+_FOLDABLE_BINARY: dict[str, Callable] = {
+    "Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply, "Maximum": np.maximum,
+    "Minimum": np.minimum,
+}
+
+
+@SHAPE_RULES.register(*BINARY_TYPES)
+def infer_binary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    """Both inputs of one element type; the output shape by numpy broadcasting (equal shapes for
+    auto_broadcast none). Integer values fold, Divide by m_pythondiv (floor) or truncation."""
+    a, b = inputs
+    if a.element_type != b.element_type:
+        raise InvalidModelError(f"input element types differ ({a.element_type}, {b.element_type})")
+    if layer.attrs["auto_broadcast"] == "none":
+        if a.shape != b.shape and static_values(a.shape) != static_values(b.shape):
+            raise InvalidModelError(f"auto_broadcast none needs equal shapes, got {shape_str(a.shape)} "
+                                    f"and {shape_str(b.shape)}")
+    shape = broadcast_shapes(a.shape, b.shape)
+    fold = _FOLDABLE_BINARY.get(layer.type)
+    integral = is_integer(a.element_type)
+    if a.value is not None and b.value is not None and integral:
+        if fold is not None:
+            return [folded(a.element_type, shape, fold(a.value, b.value))]
+        if layer.type == "Divide" and not np.any(b.value == 0):
+            quotient = (np.floor_divide(a.value, b.value) if layer.attrs["m_pythondiv"]
+                        else np.trunc(a.value / b.value))
+            return [folded(a.element_type, shape, quotient)]
+    return [TensorInfo(a.element_type, shape)]
+
+
+@SHAPE_RULES.register(*UNARY_TYPES)
+def infer_unary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    (data,) = inputs
+    return [TensorInfo(data.element_type, data.shape)]
+
+
+@SHAPE_RULES.register("Convert")
+def infer_convert(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    (data,) = inputs
+    target = layer.attrs["destination_type"]
+    if data.value is not None:
+        return [folded(target, data.shape, data.value)]
+    return [TensorInfo(target, data.shape)]
+
+
+@SHAPE_RULES.register("ConvertLike")
+def infer_convert_like(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, like = inputs
+    return [TensorInfo(like.element_type, data.shape)]

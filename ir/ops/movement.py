@@ -1,0 +1,394 @@
+"""Layers that move, select or reshape data without arithmetic: Reshape, Squeeze, Unsqueeze, Concat, Split,
+VariadicSplit, Transpose, Slice, StridedSlice, Gather, ShapeOf, Broadcast and Pad.
+
+Their rules fold small known values (ir.shapes) so that shape arithmetic, such as a Reshape target
+computed from ShapeOf, Gather and Concat, still gives static dims.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from poolir.ir.attributes import BOOL, INT, INTS, STR, REQUIRED, Attr, OpVersion
+from poolir.ir.element_types import INDEX_ELEMENT_TYPES, is_integer
+from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.ir.model import Dim, Layer, Shape, shape_str, static_shape
+from poolir.ir.registry import ShapeRules
+from poolir.ir.shapes import (TensorInfo, axes_of, broadcast_shapes, dynamic_shape, folded, info_of_value,
+                              normalize_axis, scalar_int, static_values)
+
+PAD_MODES = ("constant", "edge", "reflect", "symmetric")
+_STRIDED_SLICE_MASKS = ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")
+
+SCHEMA_ROWS: tuple[OpVersion, ...] = (
+    OpVersion("Reshape", 1, (Attr("special_zero", BOOL),), inputs=(2, 2)),
+    OpVersion("Squeeze", 1, inputs=(1, 2)),
+    OpVersion("Squeeze", 15, (Attr("allow_axis_skip", BOOL, False),), inputs=(1, 2)),
+    OpVersion("Unsqueeze", 1, inputs=(2, 2)),
+    OpVersion("Concat", 1, (Attr("axis", INT),), inputs=(1, None)),
+    OpVersion("Split", 1, (Attr("num_splits", INT),), inputs=(2, 2), outputs=(1, None)),
+    OpVersion("VariadicSplit", 1, inputs=(3, 3), outputs=(1, None)),
+    OpVersion("Transpose", 1, inputs=(2, 2)),
+    OpVersion("Slice", 8, inputs=(4, 5)),
+    OpVersion("StridedSlice", 1, (Attr("begin_mask", INTS), Attr("end_mask", INTS),
+                                  Attr("new_axis_mask", INTS, ()), Attr("shrink_axis_mask", INTS, ()),
+                                  Attr("ellipsis_mask", INTS, ())), inputs=(3, 4)),
+    OpVersion("Gather", 1, inputs=(3, 3)),
+    OpVersion("Gather", 7, (Attr("batch_dims", INT, 0),), inputs=(3, 3)),
+    OpVersion("Gather", 8, (Attr("batch_dims", INT, 0),), inputs=(3, 3)),
+    OpVersion("ShapeOf", 1),
+    OpVersion("ShapeOf", 3, (Attr("output_type", STR, "i64", INDEX_ELEMENT_TYPES),)),
+    OpVersion("Broadcast", 1, (Attr("mode", STR, "numpy", ("numpy", "explicit")),), inputs=(2, 3)),
+    OpVersion("Broadcast", 3, (Attr("mode", STR, "numpy", ("numpy", "explicit", "bidirectional")),), inputs=(2, 3)),
+    # Pad-1 and Pad-12 share attributes; 12 allows negative pads (cropping).
+    OpVersion("Pad", 1, (Attr("pad_mode", STR, REQUIRED, PAD_MODES),), inputs=(3, 4)),
+    OpVersion("Pad", 12, (Attr("pad_mode", STR, REQUIRED, PAD_MODES),), inputs=(3, 4)),
+)
+
+SHAPE_RULES = ShapeRules()
+
+
+def _static_length(target: TensorInfo, problem: str) -> int:
+    """How many values a 1-D shape input of unknown value holds (0 for a scalar); UnsupportedError if dynamic."""
+    length = target.shape[0].value if target.shape else 0
+    if length is None:
+        raise UnsupportedError(problem)
+    return length
+
+
+@SHAPE_RULES.register("Reshape")
+def infer_reshape(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, target = inputs
+    if len(target.shape) > 1:
+        raise InvalidModelError(f"the target shape input must be 1-D, got {shape_str(target.shape)}")
+    if target.value is None:
+        rank = _static_length(target, "the output rank is unknown (a dynamic-length target shape)")
+        return [TensorInfo(data.element_type, dynamic_shape(rank))]
+    requested = [int(v) for v in np.ravel(target.value)]
+    dims: list[Dim | None] = []
+    for index, value in enumerate(requested):
+        if value == 0 and layer.attrs["special_zero"]:
+            if index >= len(data.shape):
+                raise InvalidModelError(f"special_zero copies dim {index}, the input has rank {len(data.shape)}")
+            dims.append(data.shape[index])
+        elif value == -1:
+            dims.append(None)
+        elif value < -1:
+            raise InvalidModelError(f"target shape value {value} is negative")
+        else:
+            dims.append(Dim.static(value))
+    if dims.count(None) > 1:
+        raise InvalidModelError(f"target shape {requested} has more than one -1")
+    total = static_values(data.shape)
+    if None in dims:
+        # The -1 dim is (input elements) / (other output elements). Dims copied by special_zero
+        # appear on both sides and cancel, so a copied dynamic batch still gives a static -1.
+        copied = {i for i, v in enumerate(requested) if v == 0 and layer.attrs["special_zero"]}
+        numerator = [d for i, d in enumerate(data.shape) if i not in copied]
+        denominator = [d for i, d in enumerate(dims) if d is not None and i not in copied]
+        if all(d.is_static for d in (*numerator, *denominator)):
+            whole, rest = math.prod(d.min for d in numerator), math.prod(d.min for d in denominator)
+            if rest == 0 or whole % rest:
+                raise InvalidModelError(f"cannot reshape {shape_str(data.shape)} to {requested}")
+            dims[dims.index(None)] = Dim.static(whole // rest)
+        else:
+            dims[dims.index(None)] = Dim.dynamic()
+    shape = tuple(dims)
+    out_values = static_values(shape)
+    if total is not None and out_values is not None and math.prod(total) != math.prod(out_values):
+        raise InvalidModelError(f"cannot reshape {shape_str(data.shape)} ({math.prod(total)} elements) "
+                                f"to {shape_str(shape)} ({math.prod(out_values)} elements)")
+    value = data.value.reshape(out_values) if data.value is not None and out_values is not None else None
+    return [info_of_value(data.element_type, value, shape)]
+
+
+@SHAPE_RULES.register("Squeeze")
+def infer_squeeze(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data = inputs[0]
+    rank = len(data.shape)
+    if len(inputs) == 1:
+        if not all(d.is_static for d in data.shape):
+            raise UnsupportedError("Squeeze without axes on a dynamic shape has a dynamic rank")
+        axes = [i for i, d in enumerate(data.shape) if d.min == 1]
+    else:
+        axes = axes_of(inputs[1], rank)
+        if axes is None:
+            raise UnsupportedError("Squeeze axes must be constant (the output rank depends on them)")
+    for axis in axes:
+        dim = data.shape[axis]
+        if dim.is_static and dim.min != 1 and not layer.attrs.get("allow_axis_skip", False):
+            raise InvalidModelError(f"cannot squeeze axis {axis} of size {dim.min}")
+    keep = [i for i in range(rank) if i not in axes or (data.shape[i].is_static and data.shape[i].min != 1)]
+    shape = tuple(data.shape[i] for i in keep)
+    value = data.value.reshape([data.value.shape[i] for i in keep]) if data.value is not None else None
+    return [info_of_value(data.element_type, value, shape)]
+
+
+@SHAPE_RULES.register("Unsqueeze")
+def infer_unsqueeze(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, axes_info = inputs
+    if axes_info.value is None:
+        raise UnsupportedError("Unsqueeze axes must be constant (the output rank depends on them)")
+    raw = [int(a) for a in np.ravel(axes_info.value)]
+    rank = len(data.shape) + len(raw)
+    axes = sorted({normalize_axis(a, rank) for a in raw})
+    if len(axes) != len(raw):
+        raise InvalidModelError(f"repeated Unsqueeze axes {raw}")
+    dims = iter(data.shape)
+    shape = tuple(Dim.static(1) if i in axes else next(dims) for i in range(rank))
+    value = np.expand_dims(data.value, tuple(axes)) if data.value is not None else None
+    return [info_of_value(data.element_type, value, shape)]
+
+
+@SHAPE_RULES.register("Concat")
+def infer_concat(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    first = inputs[0]
+    rank = len(first.shape)
+    axis = normalize_axis(layer.attrs["axis"], rank)
+    dims = list(first.shape)
+    for other in inputs[1:]:
+        if len(other.shape) != rank or other.element_type != first.element_type:
+            raise InvalidModelError(f"inputs {shape_str(first.shape)} {first.element_type} and "
+                                    f"{shape_str(other.shape)} {other.element_type} cannot be concatenated")
+        for i, (a, b) in enumerate(zip(dims, other.shape)):
+            if i == axis:
+                dims[i] = Dim.static(a.min + b.min) if a.is_static and b.is_static else Dim.dynamic()
+            elif a.is_static and b.is_static and a.min != b.min:
+                raise InvalidModelError(f"inputs {shape_str(first.shape)} and {shape_str(other.shape)} differ "
+                                        f"on axis {i}")
+            elif not a.is_static:
+                dims[i] = b
+    value = None
+    if all(i.value is not None for i in inputs):
+        value = np.concatenate([i.value for i in inputs], axis=axis)
+    return [info_of_value(first.element_type, value, tuple(dims))]
+
+
+def _split_lengths(layer: Layer, inputs: list[TensorInfo]) -> tuple[int, list[int | None]]:
+    data = inputs[0]
+    axis_info = inputs[1]
+    if axis_info.value is None:
+        raise UnsupportedError("the split axis must be constant")
+    axis = normalize_axis(scalar_int(axis_info, "the split axis"), len(data.shape))
+    dim = data.shape[axis]
+    if layer.type == "Split":
+        parts = layer.attrs["num_splits"]
+        if parts < 1:
+            raise InvalidModelError(f"num_splits {parts} must be >= 1")
+        if dim.is_static and dim.min % parts:
+            raise InvalidModelError(f"axis {axis} of size {dim.min} does not split into {parts} equal parts")
+        return axis, [dim.min // parts if dim.is_static else None] * parts
+    if inputs[2].value is None:
+        raise UnsupportedError("VariadicSplit split_lengths must be constant")
+    lengths = [int(v) for v in np.ravel(inputs[2].value)]
+    if lengths.count(-1) > 1 or any(v < -1 for v in lengths):
+        raise InvalidModelError(f"split_lengths {lengths} may hold one -1 and no other negative value")
+    if -1 in lengths:
+        if dim.is_static:
+            rest = dim.min - sum(v for v in lengths if v != -1)
+            if rest < 0:
+                raise InvalidModelError(f"split_lengths {lengths} exceed axis {axis} of size {dim.min}")
+            lengths[lengths.index(-1)] = rest
+        else:
+            return axis, [None if v == -1 else v for v in lengths]
+    if dim.is_static and sum(lengths) != dim.min:
+        raise InvalidModelError(f"split_lengths {lengths} do not add up to axis {axis} of size {dim.min}")
+    return axis, list(lengths)
+
+
+@SHAPE_RULES.register("Split", "VariadicSplit")
+def infer_split(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data = inputs[0]
+    axis, lengths = _split_lengths(layer, inputs)
+    outputs = []
+    offset = 0
+    for length in lengths:
+        shape = tuple(Dim.static(length) if i == axis and length is not None else
+                      (Dim.dynamic() if i == axis else d) for i, d in enumerate(data.shape))
+        value = None
+        if data.value is not None and length is not None:
+            value = np.take(data.value, range(offset, offset + length), axis=axis)
+        offset += length or 0
+        outputs.append(info_of_value(data.element_type, value, shape))
+    return outputs
+
+
+@SHAPE_RULES.register("Transpose")
+def infer_transpose(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, order_info = inputs
+    rank = len(data.shape)
+    if order_info.value is None:
+        return [TensorInfo(data.element_type, dynamic_shape(rank))]
+    order = [int(v) for v in np.ravel(order_info.value)]
+    if not order:
+        order = list(range(rank))[::-1]
+    if sorted(normalize_axis(v, rank, "order value") for v in order) != list(range(rank)):
+        raise InvalidModelError(f"order {order} is not a permutation of the {rank} axes")
+    shape = tuple(data.shape[v] for v in order)
+    value = np.transpose(data.value, order) if data.value is not None else None
+    return [info_of_value(data.element_type, value, shape)]
+
+
+def _indexed_shape(data: TensorInfo, index) -> Shape | None:
+    """The shape numpy gives for `index` on a static shape, without allocating (a zero-stride view)."""
+    values = static_values(data.shape)
+    if values is None:
+        return None
+    try:
+        return static_shape(np.broadcast_to(np.zeros((), np.int8), values)[index].shape)
+    except IndexError as error:
+        raise InvalidModelError(f"slice out of range of {shape_str(data.shape)}: {error}") from None
+
+
+@SHAPE_RULES.register("Slice")
+def infer_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data = inputs[0]
+    rank = len(data.shape)
+    start, stop, step = (inputs[i].value for i in (1, 2, 3))
+    axes = inputs[4].value if len(inputs) == 5 else np.arange(0 if start is None else np.size(start))
+    if any(v is None for v in (start, stop, step, axes)):
+        return [TensorInfo(data.element_type, dynamic_shape(rank))]
+    index = [slice(None)] * rank
+    for begin, end, stride, axis in zip(*(np.ravel(v).tolist() for v in (start, stop, step, axes))):
+        if stride == 0:
+            raise InvalidModelError("a Slice step is 0")
+        index[normalize_axis(axis, rank)] = slice(begin, end, stride)
+    shape = _indexed_shape(data, tuple(index))
+    if shape is None:
+        dims = list(data.shape)
+        for begin, end, stride, axis in zip(*(np.ravel(v).tolist() for v in (start, stop, step, axes))):
+            axis = normalize_axis(axis, rank)
+            dim = dims[axis]
+            dims[axis] = (Dim.static(len(range(*slice(begin, end, stride).indices(dim.min)))) if dim.is_static
+                          else Dim.dynamic())
+        shape = tuple(dims)
+    value = data.value[tuple(index)] if data.value is not None else None
+    return [info_of_value(data.element_type, value, shape)]
+
+
+@SHAPE_RULES.register("StridedSlice")
+def infer_strided_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data = inputs[0]
+    begin, end = inputs[1].value, inputs[2].value
+    stride = inputs[3].value if len(inputs) == 4 else (None if begin is None else np.ones_like(begin))
+    if begin is None or end is None or stride is None:
+        raise UnsupportedError("StridedSlice begin, end and stride must be constant")
+    begin, end, stride = (np.ravel(v).tolist() for v in (begin, end, stride))
+    masks = {name: list(layer.attrs[name]) for name in _STRIDED_SLICE_MASKS}
+
+    def bit(name: str, i: int) -> bool:
+        return i < len(masks[name]) and masks[name][i] == 1
+
+    index = []
+    for i in range(len(begin)):
+        if bit("ellipsis_mask", i):
+            index.append(Ellipsis)
+        elif bit("new_axis_mask", i):
+            index.append(None)
+        elif bit("shrink_axis_mask", i):
+            index.append(int(begin[i]))
+        else:
+            if stride[i] == 0:
+                raise InvalidModelError("a StridedSlice stride is 0")
+            # A mask bit of 1 means: ignore this begin/end and take the whole extent.
+            index.append(slice(None if bit("begin_mask", i) else begin[i],
+                               None if bit("end_mask", i) else end[i], stride[i]))
+    shape = _indexed_shape(data, tuple(index))
+    if shape is None:
+        raise UnsupportedError("StridedSlice shape inference needs a static input shape")
+    value = data.value[tuple(index)] if data.value is not None else None
+    return [info_of_value(data.element_type, value, shape)]
+
+
+@SHAPE_RULES.register("Gather")
+def infer_gather(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, indices, axis_info = inputs
+    if axis_info.value is None:
+        raise UnsupportedError("the Gather axis must be constant")
+    rank = len(data.shape)
+    axis = normalize_axis(scalar_int(axis_info, "the Gather axis"), rank)
+    if not is_integer(indices.element_type):
+        raise InvalidModelError(f"Gather indices must be integers, got element type {indices.element_type}")
+    batch_dims = layer.attrs.get("batch_dims", 0)
+    batch_dims = batch_dims % len(indices.shape) if batch_dims < 0 else batch_dims
+    if batch_dims > axis:
+        raise InvalidModelError(f"batch_dims {batch_dims} is greater than axis {axis}")
+    shape = data.shape[:axis] + indices.shape[batch_dims:] + data.shape[axis + 1:]
+    value = None
+    if data.value is not None and indices.value is not None and batch_dims == 0:
+        size = data.value.shape[axis]
+        if np.any(indices.value >= size) or np.any(indices.value < -size):
+            raise InvalidModelError(f"Gather indices {indices.value.tolist()} are out of range for size {size}")
+        value = np.take(data.value, indices.value, axis=axis)
+    return [info_of_value(data.element_type, value, shape)]
+
+
+@SHAPE_RULES.register("ShapeOf")
+def infer_shape_of(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    (data,) = inputs
+    output_type = layer.attrs.get("output_type", "i64")
+    shape = (Dim.static(len(data.shape)),)
+    values = static_values(data.shape)
+    if values is not None:
+        return [folded(output_type, shape, np.asarray(values, dtype=np.int64))]
+    return [TensorInfo(output_type, shape)]
+
+
+@SHAPE_RULES.register("Broadcast")
+def infer_broadcast(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    """numpy: the output is the target shape and the input must broadcast to it; bidirectional: numpy
+    broadcasting of both; explicit: the target shape (axes_mapping places the input's axes)."""
+    data, target = inputs[0], inputs[1]
+    mode = layer.attrs["mode"]
+    if target.value is None:
+        rank = _static_length(target, "the Broadcast target shape has a dynamic length")
+        if mode == "bidirectional":
+            rank = max(rank, len(data.shape))
+        return [TensorInfo(data.element_type, dynamic_shape(rank))]
+    requested = static_shape(np.ravel(target.value))
+    if mode == "bidirectional":
+        return [TensorInfo(data.element_type, broadcast_shapes(data.shape, requested))]
+    if mode == "numpy":
+        if len(data.shape) > len(requested) or broadcast_shapes(data.shape, requested) != requested:
+            raise InvalidModelError(f"{shape_str(data.shape)} does not broadcast to {shape_str(requested)}")
+    elif len(inputs) != 3:
+        raise InvalidModelError("Broadcast mode explicit needs the axes_mapping input")
+    return [TensorInfo(data.element_type, requested)]
+
+
+@SHAPE_RULES.register("Pad")
+def infer_pad(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, begin_info, end_info = inputs[:3]
+    rank = len(data.shape)
+    if len(inputs) == 4:
+        # OpenVINO's serializer gives Pad a pad_value input in every mode; outside constant it is ignored, but it
+        # is still one value of the data's element type (a scalar or any shape of one element, never empty).
+        pad_value = inputs[3]
+        if pad_value.element_type != data.element_type:
+            raise InvalidModelError(f"pad_value has element type {pad_value.element_type}, data {data.element_type}")
+        pad_value_dims = static_values(pad_value.shape)
+        if pad_value_dims is None or math.prod(pad_value_dims) != 1:
+            raise InvalidModelError(f"pad_value must be a scalar, got shape {shape_str(pad_value.shape)}")
+    for info, what in ((begin_info, "pads_begin"), (end_info, "pads_end")):
+        if not is_integer(info.element_type):
+            raise InvalidModelError(f"{what} must be integers, got element type {info.element_type}")
+    if begin_info.value is None or end_info.value is None:
+        return [TensorInfo(data.element_type, dynamic_shape(rank))]
+    begin, end = np.ravel(begin_info.value).tolist(), np.ravel(end_info.value).tolist()
+    if len(begin) != rank or len(end) != rank:
+        raise InvalidModelError(f"pads_begin {begin} / pads_end {end} must have {rank} values")
+    if layer.opset < 12 and min(begin + end) < 0:
+        raise InvalidModelError(f"negative pads {begin} / {end} need Pad-12 (version opset12)")
+    dims = []
+    for dim, b, e in zip(data.shape, begin, end):
+        if dim.is_static:
+            size = dim.min + b + e
+            if size < 0:
+                raise InvalidModelError(f"pads {b}, {e} crop a dim of size {dim.min} below zero")
+            dims.append(Dim.static(size))
+        else:
+            dims.append(Dim.dynamic())
+    return [TensorInfo(data.element_type, tuple(dims))]
+

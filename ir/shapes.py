@@ -1,0 +1,101 @@
+"""What shape inference knows about a tensor (`TensorInfo`), and the dim helpers every family's rules share.
+
+Dims may be dynamic (`Dim`); a helper that needs a static value says what it does without one. Small
+integer values (shape arithmetic: ShapeOf, Gather, Concat, ...) are carried as numpy arrays so that a
+Reshape whose target is computed still gets static dims; `folded` keeps a value only up to
+MAX_FOLDED_ELEMENTS elements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from poolir.ir.element_types import dtype_of, is_integer
+from poolir.ir.errors import InvalidModelError
+from poolir.ir.model import Dim, Shape, shape_str, static_shape
+
+MAX_FOLDED_ELEMENTS = 4096  # values larger than this are not folded: shape arithmetic is small
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """What inference knows about one output port."""
+
+    element_type: str
+    shape: Shape
+    value: np.ndarray | None = field(default=None, compare=False)  # a known constant value
+
+
+def dynamic_shape(rank: int) -> Shape:
+    """`rank` fully dynamic dims."""
+    return tuple(Dim.dynamic() for _ in range(rank))
+
+
+def static_values(shape: Shape) -> tuple[int, ...] | None:
+    """The dims as ints when every one is static, else None."""
+    return tuple(d.min for d in shape) if all(d.is_static for d in shape) else None
+
+
+def broadcast_shapes(a: Shape, b: Shape) -> Shape:
+    """numpy broadcasting of two shapes with dynamic dims; raises InvalidModelError when incompatible."""
+    rank = max(len(a), len(b))
+    a = (Dim.static(1),) * (rank - len(a)) + tuple(a)
+    b = (Dim.static(1),) * (rank - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x.is_static and x.min == 1:
+            out.append(y)
+        elif y.is_static and y.min == 1:
+            out.append(x)
+        elif x.is_static and y.is_static:
+            if x.min != y.min:
+                raise InvalidModelError(f"shapes {shape_str(a)} and {shape_str(b)} do not broadcast")
+            out.append(x)
+        elif x.is_static or y.is_static:
+            out.append(x if x.is_static else y)
+        else:
+            out.append(Dim.dynamic())
+    return tuple(out)
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` in [-rank, rank) as an index in [0, rank); rank 0 (a scalar) accepts axis 0 only."""
+    if not -rank <= axis < max(rank, 1):
+        raise InvalidModelError(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def axes_of(info: TensorInfo, rank: int, what: str = "axes") -> list[int] | None:
+    """The sorted distinct axes a constant axes input names, or None when the value is unknown."""
+    if info.value is None:
+        return None
+    return sorted({normalize_axis(int(a), rank, what) for a in np.ravel(info.value)})
+
+
+def scalar_int(info: TensorInfo, what: str) -> int:
+    """The one integer of a constant axis input (a Const of shape [] or [1]); raises InvalidModelError.
+
+    The input must have an integer element type (a float axis is refused, not truncated) and exactly
+    one value (an empty Const is refused)."""
+    if not is_integer(info.element_type):
+        raise InvalidModelError(f"{what} must be an integer, got element type {info.element_type}")
+    values = np.ravel(info.value)
+    if values.size != 1:
+        raise InvalidModelError(f"{what} must be one integer, got {values.size} values")
+    return int(values[0])
+
+
+def folded(element_type: str, shape: Shape, value) -> TensorInfo:
+    """A TensorInfo carrying `value` cast to `element_type`, dropped when larger than MAX_FOLDED_ELEMENTS."""
+    value = np.asarray(value)
+    keep = value.size <= MAX_FOLDED_ELEMENTS
+    return TensorInfo(element_type, shape, value.astype(dtype_of(element_type)) if keep else None)
+
+
+def info_of_value(element_type: str, value: np.ndarray | None, shape: Shape) -> TensorInfo:
+    """`shape` when the value is unknown; the value's own (static) shape when it is known."""
+    if value is None:
+        return TensorInfo(element_type, shape)
+    return folded(element_type, static_shape(np.shape(value)), value)
