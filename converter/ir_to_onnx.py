@@ -42,6 +42,7 @@ from poolir.ir.model import Layer, Model
 from poolir.runtime.ir_ops import openvino_max_floor
 
 MIN_OPSET, MAX_OPSET = 7, 22
+NEWEST_WRITTEN_OPSET = MAX_OPSET
 ONNX_IR_VERSION = 10  # every opset up to 22 is valid in ONNX IR version 10, which onnxruntime reads
 
 ONNX_ELEMENT_TYPES: dict[str, int] = {
