@@ -321,16 +321,20 @@ def overhang_possible(spec: AxisSpec) -> bool:
     return spec.stride > 1
 
 
-def ceil_keeps_a_window_ceil_torch_drops(spec: AxisSpec) -> bool:
-    """Does some input length make rounding ceil keep a last window that ceil_torch drops (one starting in
-    the right padding)? ceil's last window starts at ceil(span / s) * s in padded coordinates, with
-    span = L + pb + pe - ek, so at most at L + pb + pe - ek + s - 1 (reached when span mod s = 1);
-    ceil_torch drops it when it starts at or after L + pb. Some L does both iff pe > ek - s.
+def keeps_a_window_ceil_torch_drops(spec: AxisSpec, rounding: str) -> bool:
+    """Does some input length make `rounding` keep a last window that ceil_torch drops, one starting at or
+    after L + pb (in the right padding)? With span = L + pb + pe - ek, the last window starts (padded
+    coordinates) at floor(span / s) * s for floor and ceil(span / s) * s for ceil: at most at span (reached
+    when span mod s = 0), respectively span + s - 1 (span mod s = 1). So floor can iff pe >= ek, ceil iff
+    pe > ek - s; ceil_torch never.
 
-    Worked example (the module docstring's): k=2, s=2, pads (0, 1): 1 > 0; L=4 shows it, ceil keeps the
-    window starting at 4 = L + pb.
+    Worked examples (the module docstring's): k=2, s=2, pads (0, 1): ceil can, 1 > 0 (L=4 keeps the window
+    starting at 4 = L + pb); floor cannot, 1 < 2. k=1, s=1, pads (0, 1): floor can (L=1: 2 windows, one of padding).
     """
-    return spec.pad_end > spec.effective_kernel - spec.stride
+    if rounding == "ceil_torch":
+        return False
+    reach = spec.stride - 1 if rounding == "ceil" else 0
+    return spec.pad_end + reach >= spec.effective_kernel
 
 
 def rounding_matters_with_same_pads(spec: AxisSpec) -> bool:

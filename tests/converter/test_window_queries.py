@@ -9,10 +9,10 @@ import itertools
 
 import pytest
 
-from poolir.ir.geometry import (ROUNDINGS, AxisSpec, axis_specs, ceil_keeps_a_window_ceil_torch_drops,
-                                covering_pad_end, kernel_fits, output_length, overhang_possible, overhangs,
-                                padding_window_possible, rounding_matters_with_same_pads, same_pads,
-                                shortest_length_with_a_window, smallest_pad_end)
+from poolir.ir.geometry import (ROUNDINGS, AxisSpec, axis_specs, covering_pad_end, keeps_a_window_ceil_torch_drops,
+                                kernel_fits, output_length, overhang_possible, overhangs, padding_window_possible,
+                                rounding_matters_with_same_pads, same_pads, shortest_length_with_a_window,
+                                smallest_pad_end)
 
 LENGTHS = range(1, 60)
 SPECS = [AxisSpec(k, s, d, pb, pe) for k, s, d, pb, pe in itertools.product(range(1, 5), range(1, 5), range(1, 3),
@@ -28,7 +28,9 @@ def test_worked_examples_of_the_docstrings():
     assert kernel_fits(AxisSpec(3, 3), 3) and not kernel_fits(AxisSpec(3, 3), 1)
     assert smallest_pad_end(AxisSpec(2, 2), 5, 3, "floor") == 1
     assert smallest_pad_end(AxisSpec(2, 2), 5, 3, "ceil_torch") == 0
-    assert ceil_keeps_a_window_ceil_torch_drops(AxisSpec(2, 2, 1, 0, 1))
+    assert keeps_a_window_ceil_torch_drops(AxisSpec(2, 2, 1, 0, 1), "ceil")
+    assert not keeps_a_window_ceil_torch_drops(AxisSpec(2, 2, 1, 0, 1), "floor")
+    assert keeps_a_window_ceil_torch_drops(AxisSpec(1, 1, 1, 0, 1), "floor")
     assert rounding_matters_with_same_pads(AxisSpec(1, 3))
     assert shortest_length_with_a_window(AxisSpec(3, 3), "floor") == 3
     assert shortest_length_with_a_window(AxisSpec(3, 3), "ceil") == 1
@@ -53,9 +55,9 @@ def test_length_independent_queries_agree_with_trying_every_length(spec):
         return [resolved.window(length, rounding) for length in LENGTHS if resolved.count(length, rounding) >= 1]
 
     assert overhang_possible(spec) == any(overhangs(w) for r in ("ceil", "ceil_torch") for w in windows(r))
-    assert ceil_keeps_a_window_ceil_torch_drops(spec) == any(
-        spec.count(length, "ceil") != spec.count(length, "ceil_torch") for length in LENGTHS)
     for rounding in ROUNDINGS:
+        assert keeps_a_window_ceil_torch_drops(spec, rounding) == any(
+            spec.count(length, rounding) > spec.count(length, "ceil_torch") for length in LENGTHS)
         shortest = min(length for length in LENGTHS if spec.count(length, rounding) >= 1)
         assert shortest_length_with_a_window(spec, rounding) == shortest
         for auto_pad in ("explicit", "valid"):
