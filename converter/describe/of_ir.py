@@ -22,19 +22,15 @@ def _dims(shape: Shape | None) -> list[int | str] | None:
 def describe_ir(model: Model) -> ModelDescription:
     inference = ir.infer_model(model)
     producers = {(e.to_layer, e.to_port): (e.from_layer, e.from_port) for e in model.edges}
-    inputs = []
-    for layer in model.parameters:
-        port = layer.outputs[0]
-        info = inference.output(layer.id, port.id)
-        inputs.append(TensorDescription(port.names[0] if port.names else layer.name, info.element_type,
-                                        _dims(info.shape)))
-    outputs = []
-    for layer in model.results:
-        from_layer, from_port = producers[(layer.id, layer.inputs[0].id)]
-        port = model.layer(from_layer).port(from_port)
-        info = inference.output(from_layer, from_port)
-        outputs.append(TensorDescription(port.names[0] if port.names else layer.name, info.element_type,
-                                         _dims(info.shape)))
+
+    def tensor(layer_id: int, port_id: int, fallback_name: str) -> TensorDescription:
+        """A graph input or output: the port's tensor name (else the layer's), its inferred type and dims."""
+        port = model.layer(layer_id).port(port_id)
+        info = inference.output(layer_id, port_id)
+        return TensorDescription(port.names[0] if port.names else fallback_name, info.element_type, _dims(info.shape))
+
+    inputs = [tensor(layer.id, layer.outputs[0].id, layer.name) for layer in model.parameters]
+    outputs = [tensor(*producers[(layer.id, layer.inputs[0].id)], layer.name) for layer in model.results]
     layers = []
     for layer in model.layers:
         attrs = {name: _json_value(value) for name, value in layer.attrs.items()}

@@ -57,6 +57,13 @@ class OnnxNode:
             raise InvalidModelError(f"{self.version.label} takes one input, got {len(self.inputs)}")
         return self.inputs[0]
 
+    def checked_single_input(self) -> tuple[Value, dict[str, Any]]:
+        """The node's one input and its normalised attributes, the input's element type checked, in that order."""
+        x = self.single_input()
+        attrs = self.attributes()
+        self.check_element_type(x)
+        return x, attrs
+
     def attributes(self) -> dict[str, Any]:
         """The node's attributes checked against its version row, defaults filled in (runtime.onnx_ops)."""
         try:

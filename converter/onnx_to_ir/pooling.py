@@ -57,9 +57,7 @@ _GLOBAL_REDUCTIONS = {"GlobalAveragePool": "ReduceMean", "GlobalMaxPool": "Reduc
 
 def window_pool(node: OnnxNode) -> list[Value]:
     """AveragePool, MaxPool (with its Indices output) and LpPool."""
-    x = node.single_input()
-    attrs = node.attributes()
-    node.check_element_type(x)
+    x, attrs = node.checked_single_input()
     try:
         pool = onnx_ops.onnx_pool(node.version, attrs, len(node.node.output))
     except UsageError as error:
@@ -106,9 +104,7 @@ def window_pool(node: OnnxNode) -> list[Value]:
 
 def global_pool(node: OnnxNode) -> list[Value]:
     """GlobalAveragePool, GlobalMaxPool and GlobalLpPool: a reduction over every spatial axis, dims kept."""
-    x = node.single_input()
-    attrs = node.attributes()
-    node.check_element_type(x)
+    x, attrs = node.checked_single_input()
     op_type, name = node.node.op_type, node.name
     rank = len(x.shape)
     if rank < 3:
