@@ -1,7 +1,8 @@
 """The `poolir` command line: one click group, one thin command per module (converter/cmd_*.py).
 
-Every command is a thin layer over the public Python API. User errors (`ir.errors.PoolirError`,
-unreadable files) become one line on stderr and exit code 2; a mismatch found by `verify` is exit 1.
+Every command is a thin layer over the public Python API and reports a user error by raising a PoolirError
+(never by calling back into this module): the group turns it, and unreadable files, into one line on stderr
+and exit code 2; a mismatch found by `verify` is exit 1 (converter/exit_codes.py).
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
+from poolir.converter import cmd_convert, cmd_inspect, cmd_run, cmd_verify
+from poolir.converter.exit_codes import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_MISMATCH
 from poolir.ir.errors import PoolirError
 
-EXIT_MISMATCH = 1
-EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 3
+__all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_MISMATCH", "fail", "main"]
 
 
 def _package_version() -> str:
@@ -54,7 +55,7 @@ class PoolirGroup(click.Group):
 
 
 def fail(message: str) -> None:
-    """Print one error line and exit 2. For commands that detect a user error themselves."""
+    """Print one error line and exit 2 (commands raise a PoolirError; the group turns it into this)."""
     click.echo(f"poolir: error: {message}", err=True)
     sys.exit(EXIT_BAD_INPUT)
 
@@ -65,11 +66,5 @@ def main() -> None:
     """Convert, run, inspect and verify pooling models between ONNX and OpenVINO IR."""
 
 
-def _register() -> None:
-    from poolir.converter import cmd_convert, cmd_inspect, cmd_run, cmd_verify
-
-    for module in (cmd_convert, cmd_run, cmd_inspect, cmd_verify):
-        main.add_command(module.command)
-
-
-_register()
+for _module in (cmd_convert, cmd_run, cmd_inspect, cmd_verify):
+    main.add_command(_module.command)

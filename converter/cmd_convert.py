@@ -8,7 +8,7 @@ import click
 import onnx
 
 from poolir import ir
-from poolir.converter.ir_to_onnx import MAX_OPSET, MIN_OPSET, ir_to_onnx
+from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPSET, ir_to_onnx
 from poolir.converter.onnx_to_ir import onnx_to_ir
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
 from poolir.ir.errors import PoolirError, UsageError
@@ -37,7 +37,7 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
 @click.option("-o", "--output", "destination", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="OUT.xml (from .onnx; OUT.bin is written beside it when needed) or OUT.onnx (from .xml).")
 @click.option("--opset", type=int, default=None,
-              help=f"ONNX opset to write ({MIN_OPSET}..{MAX_OPSET}, default {MAX_OPSET}).")
+              help=f"ONNX opset to write ({OLDEST_WRITTEN_OPSET}..{NEWEST_WRITTEN_OPSET}, default {NEWEST_WRITTEN_OPSET}).")
 @click.option("--ir-version", type=click.Choice(["10", "11"]), default=None, help="IR version to write (default 11).")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
               help="Fix an ONNX input's shape before converting (-1 or ? keeps a dim dynamic). Repeatable.")
@@ -69,7 +69,7 @@ def command(source: Path, destination: Path, opset: int | None, ir_version: str 
         if ir_version is not None or input_shapes:
             raise UsageError("--ir-version and --input-shape apply to ONNX -> IR; for IR -> ONNX use --opset")
         try:
-            converted = ir_to_onnx(ir.read_model(source), opset=MAX_OPSET if opset is None else opset)
+            converted = ir_to_onnx(ir.read_model(source), opset=NEWEST_WRITTEN_OPSET if opset is None else opset)
         except PoolirError as error:
             raise error.located(file=source) from None
         # A model poolir wrote must pass the full check; if not, that is poolir's bug (an internal error).

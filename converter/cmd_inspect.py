@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from poolir.converter.cli import fail
 from poolir.converter.describe import describe
+from poolir.ir.errors import InvalidModelError
 
 
 @click.command("inspect")
@@ -19,4 +19,5 @@ def command(model: str, as_json: bool, strict: bool) -> None:
     description = describe(model)
     click.echo(description.to_json() if as_json else description.render())
     if strict and description.warnings:
-        fail(f"{model}: {len(description.warnings)} warning(s) with --strict: {description.warnings[0]}")
+        raise InvalidModelError(f"{len(description.warnings)} warning(s) with --strict: {description.warnings[0]}",
+                                file=model)

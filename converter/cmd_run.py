@@ -16,9 +16,10 @@ from pathlib import Path
 import click
 import numpy as np
 
+from poolir import runtime
+from poolir.converter.feeds import complete_feeds, load_archive, load_array
 from poolir.ir.atomic import atomic_path, refuse_overwriting_inputs
-from poolir.converter.feeds import adopt_bfloat16, load_archive, load_array, random_input
-from poolir.ir.errors import FeedError, UsageError
+from poolir.ir.errors import UsageError
 
 
 def _parse_input_option(text: str) -> tuple[str, str]:
@@ -70,28 +71,17 @@ def command(model, input_options, inputs_archive, seed, output, as_json) -> None
     Inputs not given are drawn from --seed: floats uniformly in [-1, 1), integers over their type's
     whole range. Inputs with dynamic dims must be given.
     """
-    from poolir import runtime
     if output:
         refuse_overwriting_inputs(output, [model, Path(model).with_suffix(".bin"), inputs_archive,
                                            *(_parse_input_option(option)[1] for option in input_options)])
     session = runtime.Session(model)
-    expected = {spec.name: spec for spec in session.inputs}
-    feeds: dict[str, np.ndarray] = {}
+    given: dict[str, np.ndarray] = {}
     if inputs_archive:
-        feeds.update(load_archive(inputs_archive))
+        given.update(load_archive(inputs_archive))
     for option in input_options:
         name, path = _parse_input_option(option)
-        feeds[name] = load_array(path, f"input '{name}'")
-    unknown = [name for name in feeds if name not in expected]
-    if unknown:
-        raise FeedError(f"unknown input {', '.join(repr(n) for n in unknown)} (the model's inputs are: "
-                        f"{', '.join(repr(n) for n in expected) or 'none'})", file=model)
-    for position, spec in enumerate(session.inputs):
-        if spec.name in feeds:
-            feeds[spec.name] = adopt_bfloat16(feeds[spec.name], np.dtype(spec.dtype))
-        else:
-            feeds[spec.name] = random_input(spec, seed, position, source=model)
-    outputs = session.run(feeds)
+        given[name] = load_array(path, f"input '{name}'")
+    outputs = session.run(complete_feeds(session.inputs, given, seed, model))
     if output:
         with atomic_path(output) as temporary, open(temporary, "wb") as handle:
             np.savez(handle, **outputs)

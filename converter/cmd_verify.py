@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from poolir.converter.exit_codes import EXIT_MISMATCH
 from poolir.converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
 
@@ -138,6 +139,4 @@ def command(paths, peers, rtol, atol, inputs, seed, as_json, report_file) -> Non
             click.echo("\n".join(format_model(model)) + "\n")
         click.echo(format_summary(report))
     if not report.passed:
-        from poolir.converter.cli import EXIT_MISMATCH  # here, not at the top: cli imports this module
-
         sys.exit(EXIT_MISMATCH)

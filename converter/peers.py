@@ -3,8 +3,9 @@ and by the tests, which use them as oracles.
 
 Both run on the CPU with one thread and settings that cannot change the numbers: onnxruntime without
 graph optimisation, OpenVINO with f32 inference precision (its CPU plugin would otherwise run bf16 or
-f16 on machines that have them). Neither engine is a dependency of poolir itself: they are imported
-when called, and `poolir verify` checks they are installed before it uses them.
+f16 on machines that have them). Neither engine is a dependency of poolir itself (the test extra installs
+them): they are the only imports made inside functions, when a peer is called, and `poolir verify` checks
+they are installed before it uses them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping
 
+import ml_dtypes
 import numpy as np
+import onnx
 
 # onnx >= 1.23 stamps IR version 14 on new models; onnxruntime 1.31 reads up to 13. Every pooling op
 # version (up to opset 22) is expressible in IR version 10, so lowering the stamp changes nothing else.
@@ -25,7 +28,6 @@ OPENVINO_CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": "1", "I
 
 def onnxruntime_run(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Run an onnx.ModelProto with onnxruntime on the CPU, one thread, no graph optimisation."""
-    import onnx
     import onnxruntime as ort
 
     if model.ir_version > ONNXRUNTIME_MAX_IR_VERSION:
@@ -62,7 +64,6 @@ def openvino_run_xml(xml_path: str | os.PathLike, feeds: Mapping[str, np.ndarray
 
 def openvino_run_onnx(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """OpenVINO's own ONNX frontend + CPU plugin (to compare poolir's conversion with OpenVINO's)."""
-    import onnx
     import openvino as ov
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -73,7 +74,6 @@ def openvino_run_onnx(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.nd
 
 def openvino_convert_to_xml(model, xml_path: str | os.PathLike) -> Path:
     """OpenVINO's own ONNX -> IR conversion, saved without fp16 compression beside `xml_path`."""
-    import onnx
     import openvino as ov
 
     xml_path = Path(xml_path)
@@ -84,7 +84,6 @@ def openvino_convert_to_xml(model, xml_path: str | os.PathLike) -> Path:
 
 
 def _openvino_infer(model, feeds: Mapping[str, np.ndarray], output_names: Iterable[str] = ()):
-    import ml_dtypes
     import openvino as ov
 
     compiled = openvino_core().compile_model(model, "CPU", OPENVINO_CPU_CONFIG)

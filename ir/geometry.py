@@ -48,7 +48,7 @@ ROUNDINGS: tuple[str, ...] = ("floor", "ceil", "ceil_torch")
 AUTO_PADS: tuple[str, ...] = ("explicit", "same_upper", "same_lower", "valid")
 # Largest kernel, stride, dilation, pad or input length accepted. Far beyond any real model (tensors are
 # capped at 2**31 elements), and small enough that every window coordinate fits the int64 arithmetic
-# of starts() and the kernels (a stride near 2**63 would overflow it).
+# of starts() and the kernels: a stride of 2**63 from a hostile file overflowed numpy.
 MAX_AXIS_VALUE = 2**31 - 1
 
 
@@ -200,35 +200,208 @@ def _check_at_least(name: str, value: int, minimum: int) -> None:
         raise UsageError(f"{name} {value} must be <= {MAX_AXIS_VALUE} (2**31 - 1)")
 
 
-# ---------------------------------------------------------------------------------------------
-# An IR pooling layer's window attributes, read once per axis
+# =====================================================================================================
+# Window queries for the converters.
+#
+# Appended section (the code above is unchanged): the converters ask these named questions instead of
+# doing window arithmetic themselves. An AxisSpec is one axis of a pooling layer before its input length
+# is known; an AxisWindow (above) is a run of windows over a known length.
+
+# Beyond this many input lengths to try, padding_window_possible assumes a window of padding only exists.
+PADDING_WINDOW_SEARCH_LIMIT = 4096
+
 
 @dataclass(frozen=True, slots=True)
-class PoolAxisAttrs:
-    """One spatial axis of an IR AvgPool/MaxPool layer's attributes, as written: pads before auto_pad."""
+class AxisSpec:
+    """One spatial axis of a pooling layer before its input length is known: kernel, stride, dilation, pads.
+
+    Worked example: AxisSpec(kernel=3, stride=2, dilation=2, pad_begin=1, pad_end=1) has the effective
+    kernel (3 - 1) * 2 + 1 = 5, and over a length of 8, count(8, "floor") = floor((8 + 2 - 5) / 2) + 1 = 3.
+    """
 
     kernel: int
-    stride: int
-    dilation: int
-    pad_begin: int
-    pad_end: int
+    stride: int = 1
+    dilation: int = 1
+    pad_begin: int = 0
+    pad_end: int = 0
 
     @property
     def effective_kernel(self) -> int:
         return effective_kernel(self.kernel, self.dilation)
 
+    def count(self, length: int, rounding: str) -> int:
+        """The number of windows over `length` with these pads (may be < 1); see output_length."""
+        return output_length(length, self.kernel, self.stride, self.dilation, self.pad_begin, self.pad_end,
+                             rounding)
+
     def resolve_pads(self, length: int, auto_pad: str) -> tuple[int, int]:
         """(pad_begin, pad_end) on an axis of `length` under `auto_pad` (see `resolve_pads`)."""
         return resolve_pads(length, self.kernel, self.stride, self.dilation, self.pad_begin, self.pad_end, auto_pad)
 
+    def window(self, length: int, rounding: str = "floor", auto_pad: str = "explicit") -> AxisWindow:
+        """The axis resolved over `length`; raises UsageError as axis_window does."""
+        return axis_window(length, self.kernel, self.stride, self.dilation, self.pad_begin, self.pad_end,
+                           rounding, auto_pad)
 
-def pool_axes(attrs: dict) -> tuple[PoolAxisAttrs, ...]:
-    """kernel, strides, dilations, pads_begin and pads_end of an IR pooling layer, one entry per spatial axis.
+
+def axis_specs(kernel: Sequence[int], strides: Sequence[int] | None = None,
+               dilations: Sequence[int] | None = None, pads_begin: Sequence[int] | None = None,
+               pads_end: Sequence[int] | None = None) -> tuple[AxisSpec, ...]:
+    """One AxisSpec per spatial axis from per-axis lists; a list that is omitted (None or empty) means
+    strides and dilations of 1 and pads of 0 (IR AvgPool-1 and MaxPool-1 have no dilations).
+
+    Worked example: axis_specs((2, 3), (2, 1)) -> (AxisSpec(2, 2, 1, 0, 0), AxisSpec(3, 1, 1, 0, 0)).
+    """
+    rank = len(kernel)
+    return tuple(AxisSpec(*values) for values in zip(kernel, strides or (1,) * rank, dilations or (1,) * rank,
+                                                     pads_begin or (0,) * rank, pads_end or (0,) * rank))
+
+
+def pool_axes(attrs: dict) -> tuple[AxisSpec, ...]:
+    """kernel, strides, dilations, pads_begin and pads_end of an IR pooling layer, one AxisSpec per spatial axis.
 
     A version without `dilations` (AvgPool-1, MaxPool-1) has dilation 1. The lists must have one value per
     axis each (a ValueError otherwise: callers check the lengths first, naming the attribute).
     """
     kernel = attrs["kernel"]
     dilations = attrs.get("dilations") or (1,) * len(kernel)
-    return tuple(PoolAxisAttrs(*values) for values in
+    return tuple(AxisSpec(*values) for values in
                  zip(kernel, attrs["strides"], dilations, attrs["pads_begin"], attrs["pads_end"], strict=True))
+
+
+def spec_of(window: AxisWindow) -> AxisSpec:
+    """The AxisSpec of a resolved axis: its kernel, stride, dilation and (resolved) pads."""
+    return AxisSpec(window.kernel, window.stride, window.dilation, window.pad_begin, window.pad_end)
+
+
+def covering_pad_end(window: AxisWindow) -> int:
+    """The pads_end that just covers the last window: max(0, end_reach).
+
+    Worked example: L=5, k=2, s=2, no pads. With 3 windows (ceil) the last covers [4, 6), one past the
+    input: 1. With 2 windows (floor) the last covers [2, 4), inside the input: 0.
+    """
+    return max(0, window.end_reach)
+
+
+def overhangs(window: AxisWindow) -> bool:
+    """Whether the last window reaches past the padded input (end_reach > pad_end): a ceil overhang, whose
+    taps past L + pe are neither input nor padding.
+
+    Worked example: L=6, k=3, s=2, pads (1, 1). ceil gives 4 windows, the last covering [5, 8) in input
+    coordinates, end_reach 2 > pad_end 1: it overhangs. floor gives 3, end_reach 0: it does not.
+    """
+    return window.end_reach > window.pad_end
+
+
+def kernel_fits(spec: AxisSpec, length: int) -> bool:
+    """Whether the dilated kernel fits in the padded input, ek <= L + pb + pe. (OpenVINO refuses a pooling
+    layer where it does not, even when ceil rounding would give a window; ONNX's ceil_mode allows it.)
+
+    Worked example: k=3, s=3, no pads: L=3 fits; L=1 does not, though ceil rounding gives it one window.
+    """
+    return spec.effective_kernel <= length + spec.pad_begin + spec.pad_end
+
+
+def smallest_pad_end(spec: AxisSpec, length: int, windows: int, rounding: str) -> int | None:
+    """The smallest pads_end >= 0 (spec's pad_begin kept, its pad_end ignored) with which `rounding` gives
+    exactly `windows` windows over `length`; None when even pads_end = 0 gives more.
+
+    The count never falls as pads_end grows, and grows by at most one per step: floor and ceil add a window
+    per stride of padding, and ceil_torch drops at most ceil's last window, depending on ceil's count alone.
+    So the smallest pads_end that reaches `windows` gives it exactly. For floor that is
+    max(0, (windows - 1) * s + ek - L - pb); in general a binary search, bounded by the pads_end where floor
+    gives windows + 1, windows * s + ek - L - pb (pads reach 2**31 - 1: too many to try one by one).
+
+    Worked example: L=5, k=2, s=2, pb=0, 3 windows. floor needs (3 - 1) * 2 + 2 - 5 = 1; ceil_torch needs 0
+    (ceil(3 / 2) + 1 = 3 windows, the last starting at 4 < L + pb = 5, so kept).
+    """
+    def count(pad_end: int) -> int:
+        return output_length(length, spec.kernel, spec.stride, spec.dilation, spec.pad_begin, pad_end, rounding)
+
+    if count(0) > windows:
+        return None
+    low, high = 0, max(0, windows * spec.stride + spec.effective_kernel - length - spec.pad_begin)
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if count(middle) >= windows else (middle + 1, high)
+    return low
+
+
+def overhang_possible(spec: AxisSpec) -> bool:
+    """With ceil rounding (ceil or ceil_torch), does some input length give a last window that reaches past
+    the padded input? Exactly when the stride is > 1: the overhang is ceil(span / s) * s - span with
+    span = L + pb + pe - ek, positive for some L iff s > 1.
+
+    Worked example: k=2, s=2, no pads: L=5 gives ceil(3 / 2) + 1 = 3 windows, the last covering [4, 6).
+    """
+    return spec.stride > 1
+
+
+def keeps_a_window_ceil_torch_drops(spec: AxisSpec, rounding: str) -> bool:
+    """Does some input length make `rounding` keep a last window that ceil_torch drops, one starting at or
+    after L + pb (in the right padding)? With span = L + pb + pe - ek, the last window starts (padded
+    coordinates) at floor(span / s) * s for floor and ceil(span / s) * s for ceil: at most at span (reached
+    when span mod s = 0), respectively span + s - 1 (span mod s = 1). So floor can iff pe >= ek, ceil iff
+    pe > ek - s; ceil_torch never.
+
+    Worked examples (the module docstring's): k=2, s=2, pads (0, 1): ceil can, 1 > 0 (L=4 keeps the window
+    starting at 4 = L + pb); floor cannot, 1 < 2. k=1, s=1, pads (0, 1): floor can (L=1: 2 windows, one of padding).
+    """
+    if rounding == "ceil_torch":
+        return False
+    reach = spec.stride - 1 if rounding == "ceil" else 0
+    return spec.pad_end + reach >= spec.effective_kernel
+
+
+def rounding_matters_with_same_pads(spec: AxisSpec) -> bool:
+    """With same_upper / same_lower pads, can the rounding type change the number of windows for some length?
+
+    SAME pads total max(0, (ceil(L / s) - 1) * s + ek - L). Unclamped, the padded span is a multiple of s
+    and every rounding agrees. The total is clamped at 0 for some L exactly when ek < s (L = ek + 1 <= s
+    makes it -1), and then the span L - ek = 1 is not a multiple of s.
+
+    Worked example: k=1, s=3, L=2: pads (0, 0), floor 1 window, ceil 2 (the second starting past the input).
+    """
+    return spec.effective_kernel < spec.stride
+
+
+def shortest_length_with_a_window(spec: AxisSpec, rounding: str) -> int:
+    """The shortest input length >= 1 that gives at least one window with these pads: floor needs
+    L + pb + pe >= ek; ceil and ceil_torch need L + pb + pe - ek > -s (ceil_torch never drops the first
+    window, which starts at 0 < L + pb).
+
+    Worked example: k=3, s=3, no pads: floor 3; ceil 1 (ceil((1 - 3) / 3) + 1 = 1 window, 2 taps past the input).
+    """
+    slack = 0 if rounding == "floor" else spec.stride - 1
+    return max(1, spec.effective_kernel - slack - spec.pad_begin - spec.pad_end)
+
+
+def padding_window_possible(spec: AxisSpec, rounding: str, auto_pad: str) -> bool:
+    """Whether some input length L >= 1 gives a window without any input element (only padding, or dilated
+    taps that skip the whole input).
+
+    Left-edge windows do not depend on L, right-edge windows only on L mod s once L exceeds the span of the
+    pads, the dilated kernel and a stride's worth of dilated taps (and small L, where dilated taps can skip
+    the whole input, is tried one by one), so trying every L up to twice that span decides it; past
+    PADDING_WINDOW_SEARCH_LIMIT lengths it answers yes. Lengths without any window are skipped.
+
+    Worked examples: k=2, s=2, pads (0, 2), floor: L=2 gives windows [0, 2) and [2, 4), the second all
+    padding. k=1, s=2, no pads, ceil: L=2 gives windows at 0 and 2, the second past the input.
+    """
+    pads = spec.pad_begin + spec.pad_end
+    unpadded = auto_pad == "valid" or (pads == 0 and auto_pad == "explicit")
+    if unpadded and rounding != "ceil" and (spec.dilation == 1 or auto_pad == "valid"):
+        # Every window starts inside the input (only rounding ceil keeps one starting past it), and its first
+        # tap is an input element: its taps are contiguous, or (valid, floor) it ends inside the input.
+        return False
+    limit = 2 * (spec.effective_kernel + pads + spec.stride * spec.dilation) + spec.stride
+    if limit > PADDING_WINDOW_SEARCH_LIMIT:
+        return True
+    for length in range(1, limit + 1):
+        try:
+            window = spec.window(length, rounding, auto_pad)
+        except UsageError:  # no window at all for this length
+            continue
+        if not window.real_taps().all():
+            return True
+    return False

@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 from poolir.ir.attributes import BOOL, INT, INTS, STR, Attr, OpVersion
 from poolir.ir.element_types import INDEX_ELEMENT_TYPES
 from poolir.ir.errors import InvalidModelError, UsageError
-from poolir.ir.geometry import (AUTO_PADS, MAX_AXIS_VALUE, ROUNDINGS, AxisWindow, PoolAxisAttrs, axis_window,
+from poolir.ir.geometry import (AUTO_PADS, MAX_AXIS_VALUE, ROUNDINGS, AxisWindow, AxisSpec, axis_window,
                                 output_length, pool_axes)
 from poolir.ir.model import Dim, Layer, shape_str
 from poolir.ir.registry import ShapeRules
@@ -105,7 +105,7 @@ def pool_windows_of(layer: Layer, spatial: Sequence[int]) -> tuple[AxisWindow, .
                  for axis, (attrs, length) in enumerate(zip(axes, spatial)))
 
 
-def _checked_pool_axes(attrs: dict[str, Any], rank: int) -> tuple[PoolAxisAttrs, ...]:
+def _checked_pool_axes(attrs: dict[str, Any], rank: int) -> tuple[AxisSpec, ...]:
     """The per-axis attributes, after the checks that need no input length (ranges and rule 5)."""
     for name in _WINDOW_ATTRS:
         values = attrs.get(name)
@@ -125,7 +125,7 @@ def _checked_pool_axes(attrs: dict[str, Any], rank: int) -> tuple[PoolAxisAttrs,
     return axes
 
 
-def _pool_axis(attrs: dict[str, Any], axis: int, window: PoolAxisAttrs, length: int) -> AxisWindow:
+def _pool_axis(attrs: dict[str, Any], axis: int, window: AxisSpec, length: int) -> AxisWindow:
     """One spatial axis of OpenVINO's pooling: resolve pads by auto_pad, then round (rules 1-4)."""
     pad_begin, pad_end = window.resolve_pads(length, attrs["auto_pad"])
     padded = length + pad_begin + pad_end
@@ -140,7 +140,7 @@ def _pool_axis(attrs: dict[str, Any], axis: int, window: PoolAxisAttrs, length: 
         raise UsageError(f"spatial axis {axis}: {error.problem}") from None
 
 
-def _pool_interval(attrs: dict[str, Any], window: PoolAxisAttrs, dim: Dim) -> Dim:
+def _pool_interval(attrs: dict[str, Any], window: AxisSpec, dim: Dim) -> Dim:
     """Output bounds for a dynamic input dim: the output length grows with the input length, so the
     bounds are the outputs of the bounds; OpenVINO clamps the lower one to 1, and with same_* pads
     it gives no bounds at all (rule 6)."""

@@ -1,0 +1,37 @@
+"""What `poolir inspect` shows: a model's inputs, outputs, layers (or nodes) and warnings.
+
+For IR the inferred dims come from ir.infer (OpenVINO's shape rules); for ONNX from onnx's own
+shape inference (strict mode, with data propagation). Either way, a declared shape that disagrees
+with the inferred one becomes a warning naming the layer, the port and both shapes.
+
+    description.py   the description and how it is printed (text or JSON)
+    of_ir.py         an IR model described
+    of_onnx.py       an ONNX model described
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from poolir import ir
+from poolir.converter.describe.description import (LayerDescription, ModelDescription, PortDescription,
+                                                   TensorDescription)
+from poolir.converter.describe.of_ir import describe_ir
+from poolir.converter.describe.of_onnx import describe_onnx
+from poolir.ir.errors import UsageError
+
+__all__ = ["LayerDescription", "ModelDescription", "PortDescription", "TensorDescription", "describe",
+           "describe_ir", "describe_onnx"]
+
+
+def describe(path: str | os.PathLike) -> ModelDescription:
+    """Describe an IR .xml or an .onnx file; raises PoolirError for unreadable or invalid files."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".xml":
+        return describe_ir(ir.read_model(path))
+    if suffix == ".onnx":
+        return describe_onnx(path)
+    raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .xml or .onnx",
+                     file=os.fspath(path))

@@ -1,0 +1,46 @@
+"""IR model -> ONNX model: one converter per layer in topological order, folds first, then the graph."""
+
+from __future__ import annotations
+
+import onnx
+from onnx import helper
+
+from poolir.converter.ir_to_onnx.context import Context
+from poolir.converter.ir_to_onnx.opsets import (NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPSET, ONNX_IR_VERSION,
+                                                WRITABLE_OPSETS)
+from poolir.converter.ir_to_onnx.registry import CONVERTERS, FOLDS
+from poolir.ir.errors import PoolirError, UnsupportedError, UsageError, layer_label
+from poolir.ir.infer import infer_model
+from poolir.ir.model import Model
+
+
+def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET) -> onnx.ModelProto:
+    """Convert an IR model to ONNX with the same meaning; raises ConversionError naming the layer."""
+    if opset not in WRITABLE_OPSETS:
+        raise UsageError(f"opset {opset} is not supported (supported: {OLDEST_WRITTEN_OPSET}..{NEWEST_WRITTEN_OPSET})")
+    inference = infer_model(model)
+    context = Context(model, inference, opset)
+    for layer in inference.order:
+        if layer.id in context.folded:
+            continue
+        try:
+            fold = FOLDS.get(layer.type)
+            if fold is not None and fold(context, layer):
+                continue
+            convert = CONVERTERS.get(layer.type)
+            if convert is None:
+                raise UnsupportedError(f"layer type {layer.type} has no ONNX conversion "
+                                       f"(supported: {', '.join(sorted(CONVERTERS))})")
+            convert(context, layer)
+        except PoolirError as error:
+            raise error.located(file=model.source, where=layer_label(layer.name, layer.id, layer.type)) from None
+    # Inputs and outputs in the order of the model's Parameter and Result layers, as the IR lists them.
+    position = {layer.id: index for index, layer in enumerate(model.layers)}
+    inputs = [info for _, info in sorted(context.graph_inputs, key=lambda item: position[item[0]])]
+    outputs = [info for _, info in sorted(context.graph_outputs, key=lambda item: position[item[0]])]
+    # Constants that only a folded pattern read (an LpPool's p, prod(k), 1/p) are dropped.
+    read = {name for node in context.nodes for name in node.input} | {info.name for info in outputs}
+    initializers = [tensor for tensor in context.initializers if tensor.name in read]
+    graph = helper.make_graph(context.nodes, model.name or "model", inputs, outputs, initializer=initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ONNX_IR_VERSION,
+                             producer_name="poolir")

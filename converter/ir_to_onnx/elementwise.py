@@ -1,0 +1,92 @@
+"""Element-wise IR layers -> ONNX: unary and binary arithmetic, integer division and modulo, conversions.
+
+auto_broadcast numpy is ONNX's multidirectional broadcasting; "none" needs equal shapes, a special case of it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from poolir.converter.element_types import onnx_element_type
+from poolir.converter.ir_to_onnx.context import Context
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import ConversionError
+from poolir.ir.model import Layer
+from poolir.runtime.onnx_ops import first_opset
+
+
+def _unary(op_type: str) -> Callable[[Context, Layer], None]:
+    def convert(context: Context, layer: Layer) -> None:
+        context.node_into(op_type, [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name)
+    return convert
+
+
+def _binary(op_type: str) -> Callable[[Context, Layer], None]:
+    def convert(context: Context, layer: Layer) -> None:
+        context.node_into(op_type, [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
+                          layer.name)
+    return convert
+
+
+def _is_integer(element_type: str) -> bool:
+    return np.issubdtype(dtype_of(element_type), np.integer)
+
+
+def _check_mod(context: Context, what: str) -> None:
+    since = first_opset("Mod")
+    context.check_opset(since, f"{what} needs Mod, from opset {since}")
+
+
+def divide(context: Context, layer: Layer) -> None:
+    a, b = context.input(layer, 0), context.input(layer, 1)
+    output = context.name_output(layer, 0)
+    if _is_integer(context.input_info(layer, 0).element_type) and layer.attrs.get("m_pythondiv", True):
+        # m_pythondiv=true floors an integer quotient (OpenVINO's spec and its reference implementation,
+        # which constant folding uses; see runtime/ir_executor.py for the CPU plugin's deviation), ONNX
+        # Div truncates: floor(a / b) = (a - mod(a, b)) / b with Mod's fmod=0 taking the divisor's sign.
+        _check_mod(context, "integer floor division")
+        remainder = context.node("Mod", [a, b], f"{layer.name}/remainder", fmod=0)[0]
+        exact = context.node("Sub", [a, remainder], f"{layer.name}/multiple")[0]
+        context.node_into("Div", [exact, b], [output], layer.name)
+        return
+    context.node_into("Div", [a, b], [output], layer.name)
+
+
+def floor_mod(context: Context, layer: Layer) -> None:
+    a, b = context.input(layer, 0), context.input(layer, 1)
+    output = context.name_output(layer, 0)
+    if _is_integer(context.input_info(layer, 0).element_type):
+        _check_mod(context, "FloorMod")
+        context.node_into("Mod", [a, b], [output], layer.name, fmod=0)  # the divisor's sign, like FloorMod
+        return
+    quotient = context.node("Div", [a, b], f"{layer.name}/quotient")[0]
+    floored = context.node("Floor", [quotient], f"{layer.name}/floor")[0]
+    product = context.node("Mul", [floored, b], f"{layer.name}/product")[0]
+    context.node_into("Sub", [a, product], [output], layer.name)
+
+
+def convert(context: Context, layer: Layer, target: str | None = None) -> None:
+    source_type = context.input_info(layer, 0).element_type
+    target = target or layer.attrs["destination_type"]
+    output = context.name_output(layer, 0)
+    if target == source_type:
+        context.node_into("Identity", [context.input(layer, 0)], [output], layer.name)
+        return
+    if not _is_integer(source_type) and _is_integer(target):
+        raise ConversionError(f"conversion {source_type} -> {target}: OpenVINO's float-to-integer rounding is not "
+                              "pinned against ONNX Cast's")
+    context.node_into("Cast", [context.input(layer, 0)], [output], layer.name, to=onnx_element_type(target))
+
+
+def convert_like(context: Context, layer: Layer) -> None:
+    convert(context, layer, context.input_info(layer, 1).element_type)
+
+
+CONVERTERS = {
+    "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": _unary("Floor"),
+    "Add": _binary("Add"), "Subtract": _binary("Sub"), "Multiply": _binary("Mul"), "Maximum": _binary("Max"),
+    "Minimum": _binary("Min"), "Power": _binary("Pow"), "Divide": divide, "FloorMod": floor_mod,
+    "Convert": convert, "ConvertLike": convert_like,
+}

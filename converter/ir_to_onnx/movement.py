@@ -1,0 +1,213 @@
+"""Data-movement and shape IR layers -> ONNX: Reshape, Concat, Split, Transpose, Squeeze/Unsqueeze, Pad,
+ShapeOf, Gather, Slice, StridedSlice, Broadcast. Where ONNX moved an attribute to an input (Pad-11,
+Split-13, Squeeze-13, Reduce-18, ...) the form is chosen by asking the runtime's op table."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+from onnx import TensorProto
+
+from poolir.converter.element_types import onnx_element_type
+from poolir.converter.ir_to_onnx.context import Context
+from poolir.converter.ir_to_onnx.opsets import first_opset_where, has_attribute
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import ConversionError
+from poolir.ir.infer import TensorInfo
+from poolir.ir.model import Layer
+from poolir.runtime.onnx_ops import first_opset, first_opset_with
+
+_INT64_MAX, _INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+
+
+def _positive_axis(axis: int, rank: int) -> int:
+    return axis + rank if axis < 0 else axis
+
+
+def _as_int64(context: Context, tensor: str, info: TensorInfo, base: str) -> str:
+    if info.element_type == "i64":
+        return tensor
+    return context.node("Cast", [tensor], f"{base}/i64", to=TensorProto.INT64)[0]
+
+
+def pad_node(context: Context, source: str, pads: list[int], mode: str, value: np.ndarray | None, base: str,
+             output: str | None = None) -> str:
+    """An ONNX Pad of `source` by `pads` (all begins, then all ends) in the requested opset's form: pads and
+    value as attributes (Pad-2) or as inputs (Pad-11 on). Returns the padded tensor's name."""
+    output = output or context.fresh(f"{base}/padded")
+    if has_attribute("Pad", context.opset, "pads"):
+        extra = {"value": float(value)} if value is not None else {}
+        context.node_into("Pad", [source], [output], base, mode=mode, pads=pads, **extra)
+    else:
+        inputs = [source, context.int64s(pads, f"{base}/pads")]
+        if value is not None:
+            inputs.append(context.initializer(np.asarray(value).reshape(()), f"{base}/value"))
+        context.node_into("Pad", inputs, [output], base, mode=mode)
+    return output
+
+
+def reshape(context: Context, layer: Layer) -> None:
+    target = context.constant(layer, 1)
+    output = context.name_output(layer, 0)
+    shape = context.int64s(np.ravel(target), f"{layer.name}/shape") if target is not None else \
+        _as_int64(context, context.input(layer, 1), context.input_info(layer, 1), layer.name)
+    extra = {}
+    if not layer.attrs["special_zero"] and (target is None or 0 in np.ravel(target)):
+        # OpenVINO special_zero=false takes a 0 literally; ONNX needs allowzero=1 for that.
+        since = first_opset_with("Reshape", "allowzero")
+        context.check_opset(since, "Reshape with special_zero=false and a 0 (or unknown) target dim needs "
+                                   f"allowzero, from opset {since}")
+        extra["allowzero"] = 1
+    context.node_into("Reshape", [context.input(layer, 0), shape], [output], layer.name, **extra)
+
+
+def concat(context: Context, layer: Layer) -> None:
+    rank = len(context.output_info(layer, 0).shape)
+    inputs = [context.input(layer, i) for i in range(len(layer.inputs))]
+    context.node_into("Concat", inputs, [context.name_output(layer, 0)], layer.name,
+                      axis=_positive_axis(layer.attrs["axis"], rank))
+
+
+def split(context: Context, layer: Layer) -> None:
+    """Split and VariadicSplit: ONNX Split with the lengths OpenVINO's shape inference found."""
+    rank = len(context.input_info(layer, 0).shape)
+    (axis,) = context.constant_ints(layer, 1, "split axis")
+    axis = _positive_axis(axis, rank)
+    outputs = [context.name_output(layer, i) for i in range(len(layer.outputs))]
+    lengths = [context.output_info(layer, i).shape[axis].value for i in range(len(layer.outputs))]
+    inputs = [context.input(layer, 0)]
+    attrs: dict = {"axis": axis}
+    if layer.type == "VariadicSplit":
+        if any(length is None for length in lengths):
+            raise ConversionError("VariadicSplit lengths must be known")
+        if has_attribute("Split", context.opset, "split"):
+            attrs["split"] = lengths
+        else:
+            inputs.append(context.int64s(lengths, f"{layer.name}/split"))
+    elif has_attribute("Split", context.opset, "num_outputs"):
+        attrs["num_outputs"] = len(outputs)
+    context.node_into("Split", inputs, outputs, layer.name, **attrs)
+
+
+def transpose(context: Context, layer: Layer) -> None:
+    order = context.constant_ints(layer, 1, "transpose order")
+    attrs = {"perm": order} if order else {}
+    context.node_into("Transpose", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name, **attrs)
+
+
+def _squeeze_like(op_type: str) -> Callable[[Context, Layer], None]:
+    def convert(context: Context, layer: Layer) -> None:
+        inputs = [context.input(layer, 0)]
+        attrs = {}
+        if len(layer.inputs) > 1:
+            axes = context.constant_ints(layer, 1, "axes")
+            if has_attribute(op_type, context.opset, "axes"):
+                attrs["axes"] = axes
+            else:
+                inputs.append(context.int64s(axes, f"{layer.name}/axes"))
+        context.node_into(op_type, inputs, [context.name_output(layer, 0)], layer.name, **attrs)
+    return convert
+
+
+def pad(context: Context, layer: Layer) -> None:
+    mode = layer.attrs["pad_mode"]
+    if mode == "symmetric":
+        raise ConversionError("pad_mode symmetric has no ONNX Pad mode")
+    begin = context.constant_ints(layer, 1, "pads_begin")
+    end = context.constant_ints(layer, 2, "pads_end")
+    value = None
+    if mode == "constant":
+        value = context.constant(layer, 3) if len(layer.inputs) > 3 else \
+            np.zeros((), dtype_of(context.input_info(layer, 0).element_type))
+        if value is None:
+            raise ConversionError("the pad value is not constant")
+    if has_attribute("Pad", context.opset, "pads") and min(begin + end) < 0:
+        # Negative pads (cropping) are allowed from the version that takes pads as an input.
+        since = first_opset_where("Pad", lambda row: "pads" not in row.attributes)
+        raise ConversionError(f"negative pads need ONNX Pad-{since} (requested opset {context.opset})")
+    pad_node(context, context.input(layer, 0), begin + end, mode, value, layer.name, context.name_output(layer, 0))
+
+
+def shape_of(context: Context, layer: Layer) -> None:
+    output = context.name_output(layer, 0)
+    output_type = layer.attrs.get("output_type", "i64")
+    shape = output if output_type == "i64" else context.fresh(f"{layer.name}/i64")
+    context.node_into("Shape", [context.input(layer, 0)], [shape], layer.name)
+    if output_type != "i64":
+        context.node_into("Cast", [shape], [output], layer.name, to=onnx_element_type(output_type))
+
+
+def gather(context: Context, layer: Layer) -> None:
+    rank = len(context.input_info(layer, 0).shape)
+    (axis,) = context.constant_ints(layer, 2, "gather axis")
+    if layer.attrs.get("batch_dims", 0) != 0:
+        raise ConversionError(f"batch_dims={layer.attrs['batch_dims']}: ONNX Gather has no batch dims")
+    if layer.opset < 8:
+        # Gather-1 and Gather-7 leave negative indices undefined; ONNX counts them from the end.
+        indices = context.constant(layer, 1)
+        if indices is None or np.any(indices < 0):
+            raise ConversionError(f"{layer.type}-{layer.opset} indices must be constant and non-negative "
+                                  "(negative ones are undefined there)")
+    context.node_into("Gather", [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
+                      layer.name, axis=_positive_axis(axis, rank))
+
+
+def _check_slice_inputs(context: Context, what: str) -> None:
+    """ONNX Slice takes starts, ends, axes and steps as inputs from the version that dropped the attributes."""
+    since = first_opset_where("Slice", lambda row: "starts" not in row.attributes)
+    context.check_opset(since, f"{what} needs ONNX Slice-{since}")
+
+
+def slice_(context: Context, layer: Layer) -> None:
+    _check_slice_inputs(context, "Slice with inputs")
+    # Slice-8: (data, start, stop, step[, axes]) -> ONNX (data, starts, ends, axes, steps), same clamping.
+    inputs = [_as_int64(context, context.input(layer, i), context.input_info(layer, i), f"{layer.name}/{i}")
+              for i in range(1, len(layer.inputs))]
+    start, stop, step = inputs[:3]
+    axes = inputs[3] if len(inputs) > 3 else ""  # both default to the first len(start) axes
+    context.node_into("Slice", [context.input(layer, 0), start, stop, axes, step], [context.name_output(layer, 0)],
+                      layer.name)
+
+
+def strided_slice(context: Context, layer: Layer) -> None:
+    _check_slice_inputs(context, "StridedSlice")
+    begin = context.constant_ints(layer, 1, "StridedSlice begin")
+    end = context.constant_ints(layer, 2, "StridedSlice end")
+    stride = context.constant_ints(layer, 3, "StridedSlice strides") if len(layer.inputs) > 3 else [1] * len(begin)
+    attrs = layer.attrs
+    for name in ("new_axis_mask", "shrink_axis_mask", "ellipsis_mask"):
+        if any(attrs.get(name, ())):
+            raise ConversionError(f"StridedSlice {name} is not converted (only plain strided ranges map to Slice)")
+
+    def bit(name: str, i: int) -> bool:
+        mask = attrs.get(name, ())
+        return i < len(mask) and mask[i] == 1
+
+    # A mask bit of 1 ignores that begin/end: the whole extent in the stride's direction.
+    starts = [(0 if s > 0 else _INT64_MAX) if bit("begin_mask", i) else b
+              for i, (b, s) in enumerate(zip(begin, stride))]
+    ends = [(_INT64_MAX if s > 0 else _INT64_MIN) if bit("end_mask", i) else e
+            for i, (e, s) in enumerate(zip(end, stride))]
+    base = layer.name
+    context.node_into("Slice", [context.input(layer, 0), context.int64s(starts, f"{base}/starts"),
+                                context.int64s(ends, f"{base}/ends"), context.int64s(range(len(begin)), f"{base}/axes"),
+                                context.int64s(stride, f"{base}/steps")], [context.name_output(layer, 0)], base)
+
+
+def broadcast(context: Context, layer: Layer) -> None:
+    if layer.attrs.get("mode", "numpy") == "explicit":
+        raise ConversionError("Broadcast mode explicit (with axes_mapping) is not converted")
+    since = first_opset("Expand")
+    context.check_opset(since, f"Broadcast needs ONNX Expand, from opset {since}")
+    # numpy: the data broadcasts to the target shape; bidirectional: to both. ONNX Expand is the latter,
+    # which equals the former whenever the former is valid.
+    target = _as_int64(context, context.input(layer, 1), context.input_info(layer, 1), layer.name)
+    context.node_into("Expand", [context.input(layer, 0), target], [context.name_output(layer, 0)], layer.name)
+
+
+CONVERTERS = {
+    "Reshape": reshape, "Concat": concat, "Split": split, "VariadicSplit": split, "Transpose": transpose,
+    "Squeeze": _squeeze_like("Squeeze"), "Unsqueeze": _squeeze_like("Unsqueeze"), "Pad": pad,
+    "ShapeOf": shape_of, "Gather": gather, "Slice": slice_, "StridedSlice": strided_slice, "Broadcast": broadcast,
+}

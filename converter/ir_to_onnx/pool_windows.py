@@ -1,0 +1,178 @@
+"""The ONNX pooling attributes that reproduce OpenVINO's windows for an AvgPool/MaxPool layer, or a refusal.
+
+OpenVINO's windows come from ir.infer.pool_windows_of; the facts about how OpenVINO pools are listed in
+onnx_to_ir/pooling.py (the same facts, read in the other direction). The rules:
+- rounding: OpenVINO's window count N per axis is matched by ceil_mode=0 (N = floor count), by
+  ceil_mode=1 (N = ceil_torch count, from the opset with ceil_mode), or, where only the padding values are
+  inert (MaxPool, exclude-pad AvgPool, an Lp sum), by another pads_end chosen so that floor (or
+  ceil_mode=1) gives N; among these, the first whose pads are all < kernel (onnxruntime refuses larger
+  pads, the spec does not);
+- AvgPool exclude-pad=false divides by prod(k) when any pad is non-zero: count_include_pad=1 when no
+  window reaches past the padded input, else an explicit zero Pad that puts every window inside
+  (count_include_pad=0 then divides by prod(k) too); with all pads zero it divides by the real taps:
+  count_include_pad=0;
+- a MaxPool window without any input element outputs OpenVINO's floor value (f32: its lowest finite
+  value): an explicit Pad of that value, then a MaxPool without pads, reproduces it; with the indices
+  used it is refused (the Pad would shift them), and so is an exclude-pad AvgPool window without an
+  input element (0/0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from poolir.converter.ir_to_onnx.context import Context
+from poolir.converter.ir_to_onnx.opsets import first_opset_accepting
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
+from poolir.ir.geometry import (AxisWindow, axis_specs, covering_pad_end, keeps_a_window_ceil_torch_drops,
+                                overhang_possible, overhangs, rounding_matters_with_same_pads, smallest_pad_end,
+                                spec_of)
+from poolir.ir.infer import pool_windows_of
+from poolir.ir.model import Layer
+from poolir.runtime.onnx_ops import first_opset_with, op_version
+
+
+@dataclass(frozen=True, slots=True)
+class OnnxWindows:
+    """ONNX pooling attributes reproducing OpenVINO's windows, plus an explicit zero Pad when needed."""
+
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    ceil_mode: int
+    auto_pad: str = "NOTSET"
+    count_include_pad: int = 0
+    pre_pad_end: tuple[int, ...] | None = None  # Pad(begin = pads_begin, end = this), then no pool pads
+
+
+def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding: bool, full_kernel_divisor: bool,
+                  fill_empty_windows: bool = False) -> OnnxWindows:
+    """ONNX windows for an AvgPool/MaxPool layer written as the ONNX `op_type`, by the rules above.
+
+    inert_padding: only the number of windows depends on the pads (MaxPool, exclude-pad AvgPool, and
+    an Lp sum). full_kernel_divisor: the layer is an exclude-pad=false AvgPool (divides by prod(k) when
+    a pad is non-zero). fill_empty_windows: a window wholly in the padding may be made exact with an
+    explicit Pad of the value OpenVINO outputs there (MaxPool without indices); otherwise such a window
+    is refused.
+    """
+    ceil_since = first_opset_with(op_type, "ceil_mode")
+    ceil_allowed = ceil_since is not None and context.opset >= ceil_since
+    attrs = layer.attrs
+    spatial = [dim.value for dim in context.input_info(layer, 0).shape[2:]]
+    rank = len(spatial)
+    if all(length is not None for length in spatial):
+        try:
+            windows = pool_windows_of(layer, spatial)
+        except UsageError as error:
+            raise InvalidModelError(error.problem) from None
+        return _static_geometry(windows, inert_padding, full_kernel_divisor, ceil_allowed, fill_empty_windows)
+    # Dynamic spatial dims: the geometry must be right for every length.
+    rounding = attrs["rounding_type"]
+    auto_pad = attrs["auto_pad"]  # the schema allows explicit, same_upper, same_lower, valid
+    if auto_pad in ("same_upper", "same_lower"):
+        # OpenVINO resolves SAME pads, then rounds (ir/infer.py rule 2), which ONNX SAME does not.
+        specs = axis_specs(attrs["kernel"], attrs["strides"], attrs.get("dilations"))
+        if rounding != "floor" and any(rounding_matters_with_same_pads(spec) for spec in specs):
+            raise ConversionError("auto_pad same_* with rounding_type ceil, a kernel smaller than its stride and "
+                                  "dynamic spatial dims: the window count differs from ONNX SAME for some lengths")
+        # SAME windows lie inside the padded input: both divisors are prod(k) (fact 4 in onnx_to_ir/pooling.py).
+        return OnnxWindows((0,) * rank, (0,) * rank, 0, auto_pad.upper(), count_include_pad=int(full_kernel_divisor))
+    explicit = auto_pad != "valid"
+    specs = axis_specs(attrs["kernel"], attrs["strides"], attrs.get("dilations"),
+                       attrs["pads_begin"] if explicit else None, attrs["pads_end"] if explicit else None)
+    pads_begin = tuple(spec.pad_begin for spec in specs)
+    pads_end = tuple(spec.pad_end for spec in specs)
+    padded = any(pads_begin) or any(pads_end)
+    include = int(full_kernel_divisor and padded)
+    if rounding == "floor":
+        return OnnxWindows(pads_begin, pads_end, 0, count_include_pad=include)
+    if not ceil_allowed:
+        raise ConversionError(f"rounding_type={rounding} with dynamic spatial dims needs ceil_mode, which this "
+                              f"ONNX op has from opset {ceil_since} (requested opset {context.opset})")
+    if include and any(overhang_possible(spec) for spec in specs):
+        raise ConversionError("exclude-pad=false with pads, ceil rounding and dynamic spatial dims: a window can "
+                              "reach past the padded input, where OpenVINO divides by the whole kernel and ONNX "
+                              "by the taps inside; the exact rewrite needs static dims")
+    if any(keeps_a_window_ceil_torch_drops(spec, rounding) for spec in specs):
+        raise ConversionError("rounding_type=ceil with dynamic spatial dims: for some lengths OpenVINO keeps a last "
+                              "window that starts in the right padding, which ONNX ceil_mode drops")
+    return OnnxWindows(pads_begin, pads_end, 1, count_include_pad=include)
+
+
+def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_kernel_divisor: bool,
+                     ceil_allowed: bool, fill_empty_windows: bool) -> OnnxWindows:
+    begins = tuple(w.pad_begin for w in windows)
+    ends = tuple(w.pad_end for w in windows)
+    padded = any(begins) or any(ends)
+    empty_windows = any(not w.real_taps().all() for w in windows)
+    # The smallest pads_end giving OpenVINO's count with floor when the last window ends in the input or
+    # its padding; inert padding only decides the count.
+    covering = tuple(covering_pad_end(w) for w in windows)
+    if fill_empty_windows and empty_windows:
+        # Pad explicitly as far as the windows reach, with the value OpenVINO outputs for a window nothing
+        # beats; then every window is a whole ONNX window, and one of padding gives exactly that value.
+        return OnnxWindows(begins, covering, 0, pre_pad_end=covering)
+    if (inert_padding or full_kernel_divisor and not padded) and empty_windows:
+        raise ConversionError("a window holds no input element, only padding: OpenVINO gives the lowest value "
+                              "(MaxPool) or 0/0 (AvgPool) there, which no ONNX pooling node reproduces")
+    if full_kernel_divisor and padded:
+        if any(overhangs(w) for w in windows):
+            # OpenVINO divides by prod(k) even past the padded input: pad with zeros so far that every
+            # window lies inside, then every ONNX divisor is prod(k) too.
+            return OnnxWindows(begins, ends, 0, pre_pad_end=tuple(w.end_reach for w in windows))
+        # No window leaves the padded input, so ONNX counts prod(k) too; floor gives OpenVINO's count once
+        # pads_end is trimmed to what the windows reach (a pad_end >= the kernel lets floor keep a window wholly
+        # in the right padding that ceil_torch drops: L=1, k=1, pads (0, 1), ceil_torch -> 1 window, floor 2).
+        return OnnxWindows(begins, covering, 0, count_include_pad=1)
+    # The padding is inert from here on (include-pad layers with pads returned above; without pads
+    # OpenVINO's exclude-pad=false divides by the real taps, like count_include_pad=0).
+    candidates = []
+    if all(spec_of(w).count(w.length, "floor") == w.output for w in windows):
+        candidates.append(OnnxWindows(begins, ends, 0))
+    if ceil_allowed and all(spec_of(w).count(w.length, "ceil_torch") == w.output for w in windows):
+        candidates.append(OnnxWindows(begins, ends, 1))
+    candidates.append(OnnxWindows(begins, covering, 0))
+    # ... and the smallest pads_end giving it with ceil_mode=1, when every axis has one.
+    smallest = tuple(smallest_pad_end(spec_of(w), w.length, w.output, "ceil_torch") for w in windows)
+    if ceil_allowed and None not in smallest:
+        candidates.append(OnnxWindows(begins, smallest, 1))
+    # onnxruntime refuses pads >= kernel ("Pad should be smaller than kernel"), which the spec allows:
+    # prefer a candidate it runs.
+    kernels = [w.kernel for w in windows]
+    for candidate in candidates:
+        if all(b < k and e < k for b, e, k in zip(candidate.pads_begin, candidate.pads_end, kernels)):
+            return candidate
+    return candidates[0]
+
+
+def pool_attributes(context: Context, layer: Layer, geometry: OnnxWindows, op_type: str) -> dict:
+    """The ONNX attributes of the pooling node, refused when the requested opset cannot hold them."""
+    attrs = layer.attrs
+    dilations = tuple(spec.dilation for spec in axis_specs(attrs["kernel"], attrs["strides"], attrs.get("dilations")))
+    onnx_attrs: dict = {"kernel_shape": list(attrs["kernel"]), "strides": list(attrs["strides"])}
+    if geometry.auto_pad != "NOTSET":
+        onnx_attrs["auto_pad"] = geometry.auto_pad
+    elif geometry.pre_pad_end is None and (any(geometry.pads_begin) or any(geometry.pads_end)):
+        onnx_attrs["pads"] = [*geometry.pads_begin, *geometry.pads_end]
+    if geometry.ceil_mode:
+        since = first_opset_with(op_type, "ceil_mode")
+        context.check_opset(since, f"OpenVINO's window count needs ceil_mode, which {op_type} has from opset {since}")
+        onnx_attrs["ceil_mode"] = 1
+    if any(d != 1 for d in dilations):
+        since = first_opset_with(op_type, "dilations")
+        context.check_opset(since, f"dilations {list(dilations)}: {op_type} has dilations from opset {since}")
+        onnx_attrs["dilations"] = list(dilations)
+    return onnx_attrs
+
+
+def check_element_type(context: Context, op_type: str, element_type: str) -> None:
+    """Refuse an element type the ONNX op does not accept in the requested opset (MaxPool int8: from 12)."""
+    dtype = dtype_of(element_type)
+    row = op_version(op_type, context.opset)
+    if row is not None and (row.dtypes is None or dtype in row.dtypes):
+        return
+    since = first_opset_accepting(op_type, dtype)
+    if since is None or since <= context.opset:
+        raise ConversionError(f"element type {element_type}: ONNX {op_type} does not accept it")
+    raise ConversionError(f"element type {element_type}: {op_type} accepts it from opset {since} "
+                          f"(requested opset {context.opset})")

@@ -1,0 +1,48 @@
+"""ONNX op -> its IR converter, one registry per family, checked at import against the runtime's op table.
+
+Every ONNX op poolir runs (runtime.onnx_ops.OP_VERSIONS) has a converter here or is listed in
+NOT_CONVERTED with the reason; a converter for an op the table does not have fails too. A converter
+receives every input of its node (OnnxNode) and checks its own arity, so a multi-input op is one more row.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from poolir.converter.onnx_to_ir import movement, pooling
+from poolir.converter.onnx_to_ir.node import OnnxNode, Value
+from poolir.converter.registry import check_coverage, merge_families
+from poolir.runtime.onnx_ops import OP_VERSIONS
+
+NodeConverter = Callable[[OnnxNode], list[Value]]
+
+CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
+    "pooling": pooling.CONVERTERS,
+    "movement": movement.CONVERTERS,
+})
+
+NOT_YET = "not yet converted to IR"
+NOT_CONVERTED: dict[str, str] = {
+    # elementwise
+    **dict.fromkeys(("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal", "Relu", "Sign", "Not",
+                     "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal", "Less",
+                     "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Clip", "Cast",
+                     "CastLike"), NOT_YET),
+    # movement
+    **dict.fromkeys(("Pad", "Transpose", "Reshape", "Concat", "Split", "Slice", "Squeeze", "Unsqueeze", "Gather",
+                     "Shape", "Expand"), NOT_YET),
+    # reduction
+    **dict.fromkeys(("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                     "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"), NOT_YET),
+    # io: constants in the graph (initializers are converted by the driver)
+    **dict.fromkeys(("Constant", "ConstantOfShape"), NOT_YET),
+}
+
+
+def check_registry(converters: dict[str, NodeConverter] = CONVERTERS,
+                   not_converted: dict[str, str] = NOT_CONVERTED) -> None:
+    """Raise RegistryError naming every ONNX op without a converter or reason, or with one but no table row."""
+    check_coverage("ONNX op", OP_VERSIONS, converters, not_converted, "row in runtime.onnx_ops.OP_VERSIONS")
+
+
+check_registry()

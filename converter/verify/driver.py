@@ -1,0 +1,171 @@
+"""Verifying models and example folders: every path of a model compared, output by output, with the reference.
+
+    report = verify_paths(["examples/"], peers=("onnxruntime",))
+    report.passed            # every row matched (or was an expected refusal)
+    report.to_dict()         # the --json schema
+
+The reference is the example's `expected.npz`, else the model's first path (paths.py). Each path yields
+one row per output: shape, dtype, max abs and rel error and a status:
+
+    reference          the path the others are compared with (only when there is no expected.npz)
+    ok                 equal within the tolerance (compare.py)
+    mismatch           a value, shape or dtype differs, or an output is missing / unexpected
+    refused            the converter refused (ConversionError / UnsupportedError): it will not
+                       change a model's meaning, and says why. Fails verification, because the model
+                       could not be carried across, unless the manifest lists the path under
+                       "expected_refused" (status "expected-refused", which passes).
+    error              the path could not run (a peer failed, a converted model was rejected).
+                       Fails, unless listed under "expected_refused" like a refusal.
+
+A model whose own reference path cannot run (it is unreadable, unsupported, or the inputs do not fit)
+is bad input: the PoolirError propagates, and the command line exits 2.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from poolir import ir, runtime
+from poolir.converter.feeds import complete_feeds
+from poolir.converter.verify.compare import COMPUTED_AS, Row, compare, tolerance_for
+from poolir.converter.verify.examples import EXAMPLE_MODELS, Manifest, expand, load_arrays, read_manifest
+from poolir.converter.verify.paths import PathOutcome, check_peers, ir_paths, onnx_paths
+from poolir.converter.verify.report import ModelReport, Report
+from poolir.ir.errors import PoolirError, UsageError
+from poolir.runtime.onnx_model import load_onnx
+
+# verify takes given inputs from files of arrays only: an example's inputs.npz, or --inputs.
+VERIFY_INPUT_HINT = "--inputs FILE.npz"
+
+
+def _shape_warnings(model) -> list[str]:
+    """Declared-vs-inferred disagreements of an IR model (the AvgPool-1 spec's own examples have two)."""
+    # The report names the file once, in its header: drop it from each warning.
+    prefix = f"{model.source}: " if model.source else ""
+    return [str(warning).removeprefix(prefix) for warning in ir.check(model)]
+
+
+def verify_model(path: str | os.PathLike, *, peers: Sequence[str] = (), rtol: float | None = None,
+                 atol: float | None = None, seed: int = 0, inputs: Mapping[str, np.ndarray] | None = None,
+                 inputs_source: str | None = None, expected: Mapping[str, np.ndarray] | None = None,
+                 manifest: Manifest | None = None, example: str | None = None) -> ModelReport:
+    """Verify one `.onnx` or `.xml` model on every path. See the module docstring for the rules."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".onnx", ".xml"):
+        raise UsageError(f"cannot verify {suffix or 'a file without suffix'!r}: expected .onnx, .xml or a folder "
+                         "of examples", file=path)
+    if not path.is_file():
+        raise UsageError("no such file", file=path)
+    peers = check_peers(peers)
+    manifest = manifest or Manifest()
+    if suffix == ".onnx":
+        model, kind, warnings = load_onnx(path), "onnx", []
+    else:
+        model, kind = ir.read_model(path), "ir"
+        warnings = _shape_warnings(model)
+    try:
+        session = runtime.Session(model)
+    except PoolirError as error:  # given a ModelProto, the ONNX program knows no file name to report
+        raise error.located(file=path) from None
+    feeds = complete_feeds(session.inputs, inputs, seed, str(path), hint=VERIFY_INPUT_HINT)
+    reference_names = list(expected) if expected is not None else list(session.outputs)
+    with tempfile.TemporaryDirectory(prefix="poolir-verify-") as workdir:
+        if kind == "onnx":
+            outcomes = onnx_paths(model, feeds, peers, reference_names, Path(workdir))
+        else:
+            outcomes = ir_paths(model, path, feeds, peers, reference_names)
+    if expected is not None:
+        reference_outputs, reference = dict(expected), "expected.npz"
+    else:
+        reference_outputs, reference = outcomes[0].outputs, outcomes[0].name
+    report = ModelReport(os.fspath(path), kind, reference, example, manifest.expected_source,
+                         inputs_source or f"random (seed {seed})", warnings)
+    for outcome in outcomes:
+        report.rows.extend(_rows(outcome, reference_outputs, reference, manifest, rtol, atol))
+    return report
+
+
+def _rows(outcome: PathOutcome, reference_outputs: Mapping[str, np.ndarray], reference: str, manifest: Manifest,
+          rtol: float | None, atol: float | None) -> list[Row]:
+    if outcome.outputs is None:
+        expected_reason = manifest.expected_refused.get(outcome.name)
+        status = "expected-refused" if expected_reason is not None else outcome.status
+        detail = outcome.detail if expected_reason is None else f"{outcome.detail} (expected: {expected_reason})"
+        return [Row(name, outcome.name, status, expected_shape=tuple(array.shape), expected_dtype=str(array.dtype),
+                    detail=detail) for name, array in reference_outputs.items()]
+    rows = []
+    for name, want in reference_outputs.items():
+        want = np.asarray(want)
+        if outcome.name == reference:
+            rows.append(Row(name, outcome.name, "reference", tuple(want.shape), str(want.dtype)))
+        elif name not in outcome.outputs:
+            rows.append(Row(name, outcome.name, "mismatch", expected_shape=tuple(want.shape),
+                            expected_dtype=str(want.dtype),
+                            detail=f"output missing (this path produced: {', '.join(outcome.outputs) or 'none'})"))
+        else:
+            engine = outcome.name.split("(")[0]
+            computed_as = np.dtype(COMPUTED_AS.get((engine, want.dtype.name), want.dtype))
+            tolerance = tolerance_for(computed_as, rtol, atol, manifest.tolerance)
+            rows.append(compare(name, outcome.name, outcome.outputs[name], want, tolerance))
+    for name, array in outcome.outputs.items():
+        if name not in reference_outputs:
+            rows.append(Row(name, outcome.name, "mismatch", tuple(array.shape), str(array.dtype),
+                            detail=f"unexpected output (the reference has: {', '.join(reference_outputs)})"))
+    return rows
+
+
+def verify_example(folder: str | os.PathLike, *, peers: Sequence[str] = (), rtol: float | None = None,
+                   atol: float | None = None, seed: int = 0) -> list[ModelReport]:
+    """Verify every model of one example folder against its expected.npz, with its inputs.npz."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    inputs = load_arrays(folder / "inputs.npz") if (folder / "inputs.npz").is_file() else None
+    expected = load_arrays(folder / "expected.npz") if (folder / "expected.npz").is_file() else None
+    reports = []
+    for name in EXAMPLE_MODELS:
+        if (folder / name).is_file():
+            reports.append(verify_model(folder / name, peers=peers, rtol=rtol, atol=atol, seed=seed, inputs=inputs,
+                                        inputs_source=os.fspath(folder / "inputs.npz") if inputs else None,
+                                        expected=expected, manifest=manifest, example=os.fspath(folder)))
+    return reports
+
+
+def verify_paths(paths: Sequence[str | os.PathLike] = (), *, peers: Sequence[str] = (), rtol: float | None = None,
+                 atol: float | None = None, seed: int = 0, inputs: str | os.PathLike | None = None,
+                 progress: Callable[[int, int, Path], None] | None = None) -> Report:
+    """Verify model files and example folders (default: examples/). The public entry point.
+
+    `inputs` (an .npz) feeds the model files given directly; example folders use their own inputs.npz.
+    `progress(done, total, target)` is called before each target.
+    """
+    peers = check_peers(peers)
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise UsageError(f"--{name} {value} must be a finite number >= 0")
+    given_inputs = load_arrays(Path(inputs)) if inputs is not None else None
+    targets = expand(paths)
+    report = Report([], peers, rtol, atol, seed)
+    for done, target in enumerate(targets):
+        if progress is not None:
+            progress(done, len(targets), target)
+        if target.is_dir():
+            report.models.extend(verify_example(target, peers=peers, rtol=rtol, atol=atol, seed=seed))
+        else:
+            report.models.append(verify_model(target, peers=peers, rtol=rtol, atol=atol, seed=seed,
+                                              inputs=given_inputs,
+                                              inputs_source=os.fspath(inputs) if inputs is not None else None))
+    if progress is not None:
+        progress(len(targets), len(targets), None)
+    return report
+
+
+def verify_path(path: str | os.PathLike, **options) -> Report:
+    """Verify one model file or folder; see `verify_paths`."""
+    return verify_paths([path], **options)

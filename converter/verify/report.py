@@ -1,0 +1,95 @@
+"""The verification report: every path of every model, and its JSON form (`poolir verify --json`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from poolir.converter.verify.compare import DEFAULT_TOLERANCES, Row
+
+
+@dataclass(slots=True)
+class ModelReport:
+    """Every path of one model, compared with the reference (expected.npz or the first path)."""
+
+    source: str
+    kind: str  # "onnx" or "ir"
+    reference: str  # "expected.npz" or the name of the reference path
+    example: str | None = None  # the example folder, when the model is part of one
+    expected_source: dict[str, Any] | None = None  # the manifest's statement of where expected comes from
+    inputs: str = "random"  # where the feeds came from: a file, or "random (seed N)"
+    warnings: list[str] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(row.passed for row in self.rows)
+
+
+@dataclass(slots=True)
+class Report:
+    models: list[ModelReport]
+    peers: tuple[str, ...] = ()
+    rtol: float | None = None
+    atol: float | None = None
+    seed: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return all(model.passed for model in self.models)
+
+    def counts(self) -> dict[str, int]:
+        statuses: dict[str, int] = {}
+        for model in self.models:
+            for row in model.rows:
+                statuses[row.status] = statuses.get(row.status, 0) + 1
+        return statuses
+
+    def to_dict(self) -> dict[str, Any]:
+        """The machine-readable report (`poolir verify --json`); every number is JSON-safe."""
+        return {
+            "schema": "poolir-verify/1",
+            "passed": self.passed,
+            "peers": list(self.peers),
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "seed": self.seed,
+            "default_tolerances": {k: {"rtol": v.rtol, "atol": v.atol} for k, v in DEFAULT_TOLERANCES.items()},
+            "summary": {"models": len(self.models), "models_failed": sum(not m.passed for m in self.models),
+                        "rows": self.counts()},
+            "models": [_model_dict(m) for m in self.models],
+        }
+
+
+def _json_number(value: float | int | bool | None) -> float | int | bool | str | None:
+    """NaN and infinities are not JSON: spell them as strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def _model_dict(model: ModelReport) -> dict[str, Any]:
+    return {
+        "source": model.source, "kind": model.kind, "example": model.example, "reference": model.reference,
+        "expected_source": model.expected_source, "inputs": model.inputs, "passed": model.passed,
+        "warnings": list(model.warnings), "rows": [_row_dict(r) for r in model.rows],
+    }
+
+
+def _row_dict(row: Row) -> dict[str, Any]:
+    mismatch = row.first_mismatch
+    return {
+        "output": row.output, "path": row.path, "status": row.status, "passed": row.passed,
+        "shape": list(row.shape) if row.shape is not None else None, "dtype": row.dtype,
+        "expected_shape": list(row.expected_shape) if row.expected_shape is not None else None,
+        "expected_dtype": row.expected_dtype,
+        "max_abs_error": _json_number(row.max_abs_error), "max_rel_error": _json_number(row.max_rel_error),
+        "mismatched": row.mismatched,
+        "first_mismatch": None if mismatch is None else {
+            "index": list(mismatch.index), "actual": _json_number(mismatch.actual),
+            "expected": _json_number(mismatch.expected)},
+        "rtol": row.tolerance.rtol if row.tolerance else None,
+        "atol": row.tolerance.atol if row.tolerance else None,
+        "detail": row.detail,
+    }
