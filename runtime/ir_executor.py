@@ -27,7 +27,7 @@ from poolir.ir.model import Layer, Model
 from poolir.runtime import tensor_ops
 from poolir.ir.validate import topological_order, validate_graph
 from poolir.runtime.ir_ops import AvgPoolOp, MaxPoolOp
-from poolir.runtime.session import TensorSpec
+from poolir.runtime.program import TensorSpec
 
 # A layer's compiled form: input arrays (in input-port order) -> output arrays (in output-port order).
 LayerFn = Callable[[Sequence[np.ndarray]], Sequence[np.ndarray]]

@@ -26,7 +26,7 @@ from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, Unsuppor
 from poolir.runtime.onnx_ops import (ADAPTERS, NodeContext, constant_value, first_opset, normalize_attributes, onnx_dtype,
                               op_version)
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
-from poolir.runtime.session import TensorSpec
+from poolir.runtime.program import TensorSpec
 
 
 
