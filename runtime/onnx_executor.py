@@ -23,9 +23,10 @@ import onnx
 from onnx import numpy_helper
 
 from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
-from poolir.runtime.onnx_ops import (ADAPTERS, NodeContext, constant_value, first_opset, normalize_attributes, onnx_dtype,
-                              op_version)
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
+from poolir.runtime.onnx_ops.element_types import onnx_dtype
+from poolir.runtime.onnx_ops.movement import constant_value
+from poolir.runtime.onnx_ops.registry import ADAPTERS, NodeContext, first_opset, normalize_attributes, op_version
 from poolir.runtime.program import TensorSpec
 
 
