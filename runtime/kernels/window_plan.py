@@ -83,9 +83,9 @@ def _taps_reading_input(window: AxisWindow):
     """The tap numbers j that read real input for at least one output, as ranges.
 
     For output o those are j in [ceil((pb - o*s) / d), floor((L - 1 + pb - o*s) / d)], clipped to [0, k);
-    both ends fall as o grows, so the union is a few merged intervals. A hostile kernel of 10**9 taps that
-    lie nearly all in a huge padding is then planned at the cost of its real taps (scanning every tap took
-    33 s for a kernel of 10**7 on an input of 5). Short kernels are scanned whole, as before.
+    both ends fall as o grows, so the union is a few merged intervals. A kernel of 10**9 taps that lie
+    nearly all in a huge padding is planned at the cost of its real taps (a scan of every tap costs
+    33 s for a kernel of 10**7 on an input of 5); kernels up to _TAP_SCAN_LIMIT taps are scanned whole.
     """
     k = window.kernel
     if k <= _TAP_SCAN_LIMIT:
