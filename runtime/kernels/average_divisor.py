@@ -15,6 +15,7 @@ DIVISORS: tuple[str, ...] = ("real", "padded", "kernel")
 
 
 def divisor_kinds(divisor: str | Sequence[str], rank: int) -> tuple[str, ...]:
+    """One divisor kind per spatial axis, checked against DIVISORS."""
     kinds = (divisor,) * rank if isinstance(divisor, str) else tuple(divisor)
     if len(kinds) != rank:
         raise UsageError(f"divisor has {len(kinds)} entries for {rank} spatial axes")
@@ -67,6 +68,7 @@ def _broadcast_product(counts: Sequence[np.ndarray], dtype: np.dtype):
 
 
 def fill_positions(y: np.ndarray, zero_axes, value) -> None:
+    """Write `value` at the windows whose divisor was 0 (the zero_axes of average_divisor)."""
     for from_end, positions in zero_axes:
         region = [slice(None)] * y.ndim
         region[y.ndim - from_end] = positions

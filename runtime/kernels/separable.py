@@ -225,7 +225,4 @@ def _run_block(x: np.ndarray, passes, one_pass, out: np.ndarray) -> None:
         y = one_pass(y, axis, plan, out if last else work_array(SLOT_PASS[number % 2], shape, y.dtype))
 
 
-# Work arrays: large fresh arrays cost a page fault per 4 KiB page on every call here (W3, 8x256x56x56:
-
-
 __all__ = ["CHUNK_BYTES", "reduce_axis", "separable_reduce", "sum_pass"]

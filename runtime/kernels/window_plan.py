@@ -29,6 +29,8 @@ class Tap:
 
 @dataclass(frozen=True)
 class AxisPlan:
+    """How one spatial axis is reduced: its real taps, the interior where every tap is real, the edges."""
+
     window: AxisWindow
     taps: tuple[Tap, ...]            # only taps that read real input for at least one output
     interior: tuple[int, int]        # outputs where every one of the kernel's taps is real (may be empty)
@@ -49,6 +51,8 @@ class AxisPlan:
 
 @functools.lru_cache(maxsize=256)
 def axis_plan(window: AxisWindow) -> AxisPlan:
+    """The plan of one axis (cached per window)."""
+
     def tap_range(j: int) -> tuple[int, int, int]:
         offset = j * window.dilation - window.pad_begin       # input position of output 0's tap j
         lo = max(0, -(offset // window.stride))     # ceil(-offset / s): first output reading i >= 0
@@ -106,6 +110,7 @@ def _taps_reading_input(window: AxisWindow):
 
 
 def axis_plans(windows: Sequence[AxisWindow]) -> tuple[AxisPlan, ...]:
+    """The (cached) plan of every spatial axis."""
     return tuple(axis_plan(w) for w in windows)
 
 
