@@ -158,16 +158,9 @@ def _gather(info):
         data, indices, axis_array = args
         axis = axis_index(int_list(axis_array, "axis")[0], data.ndim)
         batch = batch_dims % indices.ndim if batch_dims < 0 else batch_dims
-        positions = indices.astype(np.int64)
-        positions = np.where(positions < 0, positions + data.shape[axis], positions)  # negative counts back
-        if batch == 0:
-            return (np.take(data, positions, axis=axis),)
-        # batch_dims > 0: gather independently in every batch element (one call per batch element).
-        lead = data.shape[:batch]
-        flat_data = data.reshape((-1,) + data.shape[batch:])
-        flat_indices = positions.reshape((-1,) + positions.shape[batch:])
-        parts = [np.take(d, i, axis=axis - batch) for d, i in zip(flat_data, flat_indices)]
-        return (np.stack(parts).reshape(lead + parts[0].shape),)
+        if batch > axis:
+            raise InvalidModelError(f"batch_dims {batch} is greater than axis {axis} (Gather needs batch_dims <= axis)")
+        return (kernels.gather(data, indices, axis, batch),)
 
     return run
 

@@ -53,4 +53,29 @@ def even_split_sizes(length: int, parts: int) -> list[int]:
     return sizes
 
 
-__all__ = ["even_split_sizes", "pad", "reshape", "slice_axes", "split"]
+
+def gather(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int = 0) -> np.ndarray:
+    """Take `indices` along `axis` of data (ONNX Gather, OpenVINO Gather); a negative index counts back
+    from the end of the axis.
+
+    With batch_dims = b > 0 the first b axes of data and indices are batch axes, gathered independently
+    (OpenVINO Gather-7/8; b <= axis): out[B, P, I, Q] = data[B, P, indices[B, I], Q], where B are the batch
+    axes, P the data axes before `axis`, I the remaining index axes and Q the data axes after `axis`.
+    """
+    positions = indices.astype(np.int64, copy=False)
+    positions = np.where(positions < 0, positions + data.shape[axis], positions)
+    if batch_dims == 0:
+        return np.take(data, positions, axis=axis)
+    # One advanced-indexing call: the gathered axis moved next to the batch axes, which are indexed by
+    # broadcast aranges; the result comes out as (B, I, P, Q) and is transposed to (B, P, I, Q).
+    moved = np.moveaxis(data, axis, batch_dims)
+    batch_index = tuple(np.arange(n).reshape((n,) + (1,) * (positions.ndim - 1 - k))
+                        for k, n in enumerate(data.shape[:batch_dims]))
+    taken = moved[batch_index + (positions,)]
+    n_index, n_before = positions.ndim - batch_dims, axis - batch_dims
+    order = (list(range(batch_dims)) + list(range(batch_dims + n_index, batch_dims + n_index + n_before))
+             + list(range(batch_dims, batch_dims + n_index)) + list(range(batch_dims + n_index + n_before, taken.ndim)))
+    return taken.transpose(order)
+
+
+__all__ = ["even_split_sizes", "gather", "pad", "reshape", "slice_axes", "split"]

@@ -148,10 +148,7 @@ def plan_unsqueeze(ctx: NodeContext) -> Step:
 def plan_gather(ctx: NodeContext) -> Step:
     axis = ctx.attrs.get("axis", 0)
 
-    def run(x, indices):
-        wrapped = np.where(indices < 0, indices + x.shape[axis], indices)
-        return (np.take(x, wrapped, axis=axis),)
-    return run
+    return lambda x, indices: (kernels.gather(x, indices, axis),)
 
 
 @adapter("Shape")
