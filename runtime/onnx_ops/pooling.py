@@ -275,6 +275,11 @@ def plan_windowed_pool(ctx: NodeContext) -> Step:
     return step
 
 
+def _check_global_rank(rank: int, version: OnnxOpVersion) -> None:
+    if rank < 3:
+        raise UsageError(f"input rank {rank}: {version.op_type} needs N, C and at least one spatial axis")
+
+
 @adapter("GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool")
 def plan_global_pool(ctx: NodeContext) -> Step:
     kind = {"GlobalAveragePool": "avg", "GlobalMaxPool": "max", "GlobalLpPool": "lp"}[ctx.version.op_type]
@@ -283,15 +288,14 @@ def plan_global_pool(ctx: NodeContext) -> Step:
     if ctx.input_types[0] is not None:
         check_dtype(version, ctx.input_types[0])
     shape = ctx.input_shapes[0]
-    if shape is not None and len(shape) < 3:
-        raise UsageError(f"input rank {len(shape)}: {version.op_type} needs N, C and at least one spatial axis")
+    if shape is not None:
+        _check_global_rank(len(shape), version)
     checked: set = set()
 
     def run(x):
         if x.dtype not in checked:
             check_dtype(version, x.dtype)
-            if x.ndim < 3:
-                raise UsageError(f"input rank {x.ndim}: {version.op_type} needs N, C and at least one spatial axis")
+            _check_global_rank(x.ndim, version)
             checked.add(x.dtype)
         return (global_pool(x, kind, spatial_rank=x.ndim - 2, p=p),)
     return run
