@@ -5,6 +5,7 @@
     outs = runtime.run(model, feeds)
 """
 
-from poolir.runtime.session import Program, Session, TensorSpec, run
+from poolir.runtime.program import Program, TensorSpec
+from poolir.runtime.session import Session, run
 
 __all__ = ["Program", "Session", "TensorSpec", "run"]

@@ -23,11 +23,18 @@ import onnx
 from onnx import numpy_helper
 
 from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
-from poolir.runtime.onnx_ops import (ADAPTERS, NodeContext, constant_value, first_opset, normalize_attributes, onnx_dtype,
-                              op_version)
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
-from poolir.runtime.session import TensorSpec
+from poolir.runtime.onnx_ops.element_types import onnx_dtype
+from poolir.runtime.onnx_ops.movement import constant_value
+from poolir.runtime.onnx_ops.registry import ADAPTERS, NodeContext, first_opset, normalize_attributes, op_version
+from poolir.runtime.program import TensorSpec
 
+
+def _declared_shape(tensor_type: onnx.TypeProto.Tensor) -> tuple[int | None, ...] | None:
+    """A tensor type's dims (None for a dim without a value), or None when it declares no shape."""
+    if not tensor_type.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
 
 
 def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None, tuple | None]]:
@@ -46,10 +53,7 @@ def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None
             dtype = onnx_dtype(tensor_type.elem_type) if tensor_type.elem_type else None
         except UsageError:
             dtype = None
-        shape = None
-        if tensor_type.HasField("shape"):
-            shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
-        infos[value.name] = (dtype, shape)
+        infos[value.name] = (dtype, _declared_shape(tensor_type))
     return infos
 
 
@@ -105,10 +109,7 @@ class OnnxProgram:
             dtype = onnx_dtype(tensor_type.elem_type)
         except UsageError as error:
             raise error.located(file=self.source, where=where) from None
-        shape = None
-        if tensor_type.HasField("shape"):
-            shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
-        return TensorSpec(value.name, dtype, shape)
+        return TensorSpec(value.name, dtype, _declared_shape(tensor_type))
 
     # -- planning -----------------------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ class OnnxProgram:
                 raise InvalidModelError(f"input '{missing[0]}' {problem}", file=self.source,
                                         where=self._label(index, node))
             pending = remaining
-        for name in self.outputs if hasattr(self, "outputs") else ():
+        for name in self.outputs:
             if name not in available:
                 raise InvalidModelError(f"graph output '{name}' is produced by no node or input", file=self.source)
         return ordered
@@ -155,7 +156,7 @@ class OnnxProgram:
             try:
                 if len(outputs) > version.max_outputs:
                     raise UsageError(f"{len(outputs)} outputs, but {version.label} has at most {version.max_outputs}")
-                # Before any adapter indexes them (a garbled .onnx gave an AveragePool no input: IndexError).
+                # Every adapter may index its first input and first output: both are checked to exist first.
                 if not outputs:
                     raise UsageError(f"the node has no outputs, {version.label} has at least one")
                 if node.op_type != "Constant" and not any(node.input):

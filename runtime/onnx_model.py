@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Callable
 
+import onnx
+
 from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -27,8 +29,6 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False):
     spec defines it). Running (run, verify, Session) does not: the checker of onnx 1.23 refuses, for
     example, a graph output declared without a shape, which onnxruntime runs, and the executor validates
     every node it runs itself."""
-    import onnx
-
     path = Path(path)
     if not path.is_file():
         raise UsageError("no such file", file=path)

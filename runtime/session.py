@@ -15,38 +15,18 @@ must match exactly (no unknown, no missing input), and each array must have the 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Mapping
 
 import numpy as np
+import onnx
 
+from poolir import ir
 from poolir.ir.errors import FeedError, UnsupportedError, UsageError
+from poolir.runtime.ir_executor import IRProgram
+from poolir.runtime.onnx_executor import OnnxProgram
 from poolir.runtime.onnx_model import load_onnx
-
-
-@dataclass(frozen=True, slots=True)
-class TensorSpec:
-    """A declared model input: name, numpy dtype and shape (an int per static dim, None when dynamic)."""
-
-    name: str
-    dtype: np.dtype
-    shape: tuple[int | None, ...] | None  # None: the model does not declare the rank
-
-    def shape_text(self) -> str:
-        if self.shape is None:
-            return "unknown"
-        return "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
-
-
-@runtime_checkable
-class Program(Protocol):
-    """What every executor provides. `execute` receives feeds already checked by the Session."""
-
-    inputs: list[TensorSpec]
-    outputs: list[str]
-
-    def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+from poolir.runtime.program import Program, TensorSpec
 
 
 def load_program(model: Any) -> tuple[Program, str | None]:
@@ -55,42 +35,17 @@ def load_program(model: Any) -> tuple[Program, str | None]:
         path = Path(model)
         suffix = path.suffix.lower()
         if suffix == ".onnx":
-            return _onnx_program(load_onnx(path), str(path)), str(path)
+            return OnnxProgram(load_onnx(path), source=str(path)), str(path)
         if suffix == ".xml":
-            from poolir import ir
-            read_model = getattr(ir, "read_model", None)
-            if read_model is None:
-                raise UnsupportedError("reading IR .xml files is not available in this build (ir.read_model "
-                                       "is missing)", file=path)
-            return _ir_program(read_model(path)), str(path)
+            return IRProgram(ir.read_model(path)), str(path)
         raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .onnx or .xml",
                          file=path)
-    import onnx
-
     if isinstance(model, onnx.ModelProto):
-        return _onnx_program(model, None), None
-    from poolir.ir.model import Model
-
-    if isinstance(model, Model):
-        return _ir_program(model), model.source
+        return OnnxProgram(model, source=None), None
+    if isinstance(model, ir.Model):
+        return IRProgram(model), model.source
     raise UsageError(f"a model must be an ir.Model, an onnx.ModelProto or a path to .xml/.onnx, "
                      f"not {type(model).__name__}")
-
-
-def _onnx_program(model, source: str | None) -> Program:
-    from poolir.runtime.onnx_executor import OnnxProgram
-
-    return OnnxProgram(model, source=source)
-
-
-def _ir_program(model) -> Program:
-    try:
-        from poolir.runtime.ir_executor import IRProgram
-    except ImportError as error:
-        raise UnsupportedError(f"running IR models is not available in this build "
-                               f"(runtime.ir_executor could not be imported: {error})",
-                               file=model.source) from None
-    return IRProgram(model)
 
 
 class Session:

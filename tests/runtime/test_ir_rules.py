@@ -1,4 +1,4 @@
-"""The surprising OpenVINO pooling rules (runtime/ir_ops.py, rules G*, A*, M*), hand-worked.
+"""The surprising OpenVINO pooling rules (runtime/ir_ops/pooling.py, rules G*, A*, M*), hand-worked.
 
 Every case states its arithmetic, checks poolir against that hand-worked expectation, and checks
 OpenVINO against the same expectation, so the rule is pinned to OpenVINO's real behaviour and a

@@ -19,8 +19,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from poolir.ir.geometry import pool_windows
-from poolir.runtime import kernels
-from poolir.runtime.kernels import IndexLayout, avg_pool, global_pool, lp_pool, max_pool
+from poolir.runtime.kernels import IndexLayout, avg_pool, global_pool, lp_pool, max_pool, separable
 from tests.peers import onnxruntime_run
 
 ONNX_TYPES = {np.float16: TensorProto.FLOAT16, np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
@@ -233,7 +232,7 @@ def test_global_pool_matches_onnxruntime(op, kind, shape, dtype):
 @pytest.mark.parametrize("case", MAX_CASES[:15] + AVG_CASES[:15] + LP_CASES[:10], ids=str)
 def test_blocked_leading_rows_match_onnxruntime(case, monkeypatch):
     # Large inputs are pooled in blocks of leading rows; force blocks of one row on these small inputs.
-    monkeypatch.setattr(kernels, "_CHUNK_BYTES", 1)
+    monkeypatch.setattr(separable, "CHUNK_BYTES", 1)
     x = _input(case)
     windows = case.windows()
     if case.op == "MaxPool":

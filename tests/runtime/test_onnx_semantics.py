@@ -1,6 +1,6 @@
 """The contested ONNX pooling readings, pinned with hand-worked values, and attribute validation.
 
-Each decision is documented in runtime/onnx_ops.py's module docstring. Cases where onnxruntime
+Each decision is documented in runtime/onnx_ops/pooling.py's module docstring. Cases where onnxruntime
 disagrees or refuses are marked; the expected values are worked out by hand from the spec text.
 """
 

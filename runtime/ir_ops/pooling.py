@@ -1,4 +1,4 @@
-"""IR pooling layers -> kernel parameters: what OpenVINO computes for AvgPool and MaxPool.
+"""IR pooling layers (AvgPool, MaxPool) -> the pooling kernels: what OpenVINO computes for them.
 
 The IR is OpenVINO's format, so an IR pooling layer means what OpenVINO 2026.4's CPU plugin computes
 for it (run through tests/peers.py `openvino_run_xml`, f32 inference precision), not what the ONNX
@@ -51,7 +51,9 @@ from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
 from poolir.ir.geometry import AxisWindow
 from poolir.ir.infer import pool_windows_of
 from poolir.ir.model import Layer
-from poolir.runtime import kernels
+from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
+from poolir.runtime.kernels.pooling import IndexLayout, avg_pool, max_pool
+from poolir.runtime.kernels.precision import is_float
 
 # --------------------------------------------------------------------------------------------------
 # Attributes: the IR package's schema (ir/schema.py) selects the op version, types every attribute and
@@ -130,11 +132,11 @@ class AvgPoolOp:
         if x.dtype.kind in "iu":
             # A6: u8 [2, 3] -> 2, [1, 2] -> 2, i8 [-2, -3] -> -2, [-1, -2] -> -2: float average, rounded
             # half to even.
-            y = kernels.avg_pool(x.astype(np.float32), plan.windows, divisor=plan.divisor)
+            y = avg_pool(x.astype(np.float32), plan.windows, divisor=plan.divisor)
             if plan.empty_mask is not None:
                 np.copyto(y, np.nan_to_num(plan.empty_fill), where=plan.empty_mask)
             return (np.rint(y).astype(x.dtype),)
-        y = kernels.avg_pool(x, plan.windows, divisor=plan.divisor)
+        y = avg_pool(x, plan.windows, divisor=plan.divisor)
         if plan.empty_mask is not None:
             np.copyto(y, plan.empty_fill.astype(y.dtype), where=plan.empty_mask)
         return (y,)
@@ -221,15 +223,15 @@ class MaxPoolOp:
         floor = openvino_max_floor(x.dtype)
         layout = None
         if self.want_indices:
-            layout = kernels.IndexLayout(dtype=self.index_dtype, flatten_from=self._flatten_from(x.ndim))
-        result = kernels.max_pool(x, windows, indices=layout, empty_value=floor)
+            layout = IndexLayout(dtype=self.index_dtype, flatten_from=self._flatten_from(x.ndim))
+        result = max_pool(x, windows, indices=layout, empty_value=floor)
         y, idx = result if layout is not None else (result, None)
-        if x.dtype.kind == "f" or x.dtype == np.dtype(ml_dtypes.bfloat16):
+        if is_float(x.dtype):
             if np.isnan(y).any():
                 # M1: NaN never wins: x = [nan, 1, nan, nan, 2], k=2, s=1 -> [1, 1, -3.4e38, 2] with indices
                 # [1, 1, 0, 4]. Recompute with NaN replaced by the floor (rare: only when a NaN is present).
                 cleaned = np.where(np.isnan(x), floor, x)
-                result = kernels.max_pool(cleaned, windows, indices=layout, empty_value=floor)
+                result = max_pool(cleaned, windows, indices=layout, empty_value=floor)
                 y, idx = result if layout is not None else (result, None)
             # M1: -inf (below the floor) never wins: x = [-inf, -inf, 1], k=2, pads (1, 0) -> [-3.4e38, -3.4e38, 1].
             np.maximum(y, floor, out=y)
@@ -256,3 +258,26 @@ def _slab_origins(dims: tuple[int, ...], spatial_rank: int, flatten_from: int, d
             origin = origin + coords * stride
         stride *= dims[axis]
     return origin.reshape(leading + (1,) * spatial_rank).astype(dtype)
+
+
+# --------------------------------------------------------------------------------------------------
+# Builders
+# --------------------------------------------------------------------------------------------------
+
+@builder("AvgPool")
+def _avg_pool(info: LayerInfo) -> LayerFn:
+    op = AvgPoolOp(info.layer)
+    return lambda args: op(args[0])
+
+
+@builder("MaxPool")
+def _max_pool(info: LayerInfo) -> LayerFn:
+    op = MaxPoolOp(info.layer, want_indices=1 in info.used_outputs)
+    if op.has_indices and not op.want_indices:
+        # The index output is not consumed: do not compute it, but keep the port filled with a
+        # placeholder so the plan stays uniform.
+        return lambda args: (*op(args[0]), None)
+    return lambda args: op(args[0])
+
+
+__all__ = ["AvgPoolOp", "MaxPoolOp", "openvino_max_floor"]

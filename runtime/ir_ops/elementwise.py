@@ -1,0 +1,133 @@
+"""IR elementwise layers: Add, Subtract, Multiply, Divide, FloorMod, Maximum, Minimum, Power, Abs, Floor, Sqrt,
+Convert, ConvertLike, with OpenVINO's semantics (its CPU plugin's where the specs are silent)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
+from poolir.runtime.kernels.elementwise import divide, modulo, power, unary_float
+from poolir.runtime.kernels.precision import accumulation_dtype, is_float
+
+
+def _broadcasting(info: LayerInfo, function: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> LayerFn:
+    mode = info.layer.attrs.get("auto_broadcast", "numpy")
+    if mode not in ("numpy", "none"):
+        raise UnsupportedError(f"auto_broadcast={mode!r} is not supported (numpy, none)")
+
+    def run(args):
+        a, b = args
+        if a.dtype != b.dtype:
+            raise InvalidModelError(f"input element types differ: {a.dtype} and {b.dtype}")
+        if mode == "none" and a.shape != b.shape:
+            raise InvalidModelError(f"auto_broadcast=none needs equal shapes, got {list(a.shape)} and "
+                                    f"{list(b.shape)}")
+        return (np.asarray(function(a, b)).astype(a.dtype, copy=False),)
+
+    return run
+
+
+def _in_work_precision(function):
+    """Compute f16/bf16 in float32 and round once (as OpenVINO's CPU plugin does at f32 precision)."""
+    def run(a, b):
+        work = accumulation_dtype(a.dtype)
+        if work != a.dtype:
+            return function(a.astype(work), b.astype(work)).astype(a.dtype)
+        return function(a, b)
+    return run
+
+
+@builder("Add")
+def _add(info):
+    return _broadcasting(info, _in_work_precision(np.add))
+
+
+@builder("Subtract")
+def _subtract(info):
+    return _broadcasting(info, _in_work_precision(np.subtract))
+
+
+@builder("Multiply")
+def _multiply(info):
+    return _broadcasting(info, _in_work_precision(np.multiply))
+
+
+@builder("Maximum")
+def _maximum(info):
+    return _broadcasting(info, np.maximum)
+
+
+@builder("Minimum")
+def _minimum(info):
+    return _broadcasting(info, np.minimum)
+
+
+def _integer_power(a, b):
+    # OpenVINO: i32 [2, 1, 2] ** [-1, -1, 2] -> [0, 1, 4]: a float power, truncated (numpy refuses
+    # negative integer exponents).
+    return np.trunc(np.power(a.astype(np.float64), b.astype(np.float64))).astype(a.dtype)
+
+
+@builder("Power")
+def _power(info):
+    return _broadcasting(info, lambda a, b: power(a, b) if is_float(a.dtype) else _integer_power(a, b))
+
+
+@builder("Divide")
+def _divide(info):
+    # Integer division floors with m_pythondiv=true (the default) and truncates with false, as OpenVINO's
+    # Divide-1 spec and its reference implementation say. OpenVINO is not consistent with itself here:
+    # constant folding (the reference) floors, i32 [-7, 7] / [2, -2] -> [-4, -4], but the CPU plugin's
+    # runtime kernel truncates, -> [-3, -3]. poolir follows the spec and the reference; the deviation is
+    # pinned in tests/runtime/test_ir_executor.py. (poolir's own converter only divides non-negative indices.)
+    floor = bool(info.layer.attrs.get("m_pythondiv", True))
+
+    def quotient(a, b):
+        if is_float(a.dtype):
+            return _in_work_precision(np.divide)(a, b)
+        return np.floor_divide(a, b) if floor else divide(a, b)
+
+    return _broadcasting(info, quotient)
+
+
+@builder("FloorMod")
+def _floor_mod(info):
+    # FloorMod: the result has the sign of the divisor (Python's %), for integers and floats.
+    return _broadcasting(info, lambda a, b: modulo(a, b, fmod=False))
+
+
+def _unary(function) -> Callable[[LayerInfo], LayerFn]:
+    return lambda info: (lambda args: (np.asarray(function(args[0])).astype(args[0].dtype, copy=False),))
+
+
+def _abs(x):
+    if x.dtype.kind == "i":
+        # OpenVINO saturates: i8 abs(-128) -> 127 (numpy wraps to -128).
+        return np.abs(x.astype(np.int64)).clip(max=np.iinfo(x.dtype).max)
+    return np.abs(x)
+
+
+builder("Abs")(_unary(_abs))
+builder("Floor")(_unary(lambda x: np.floor(x) if is_float(x.dtype) else x))
+# Integer Sqrt rounds to nearest: OpenVINO i32 sqrt([2, 3, 26]) -> [1, 2, 5].
+builder("Sqrt")(_unary(lambda x: unary_float(np.sqrt, x) if is_float(x.dtype)
+                       else np.rint(np.sqrt(x.astype(np.float64)))))
+
+
+@builder("Convert")
+def _convert(info):
+    dtype = dtype_of(info.layer.attrs.get("destination_type", ""))
+    # float -> integer truncates toward zero (OpenVINO: [-1.7, 1.5, 2.5] -> [-1, 1, 2] for i32), as
+    # numpy's astype does; to boolean: x != 0.
+    if dtype == np.bool_:
+        return lambda args: (args[0] != 0,)
+    return lambda args: (args[0].astype(dtype),)
+
+
+@builder("ConvertLike")
+def _convert_like(info):
+    return lambda args: ((args[0] != 0) if args[1].dtype == np.bool_ else args[0].astype(args[1].dtype),)

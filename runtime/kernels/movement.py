@@ -1,0 +1,81 @@
+"""Data movement: pad, reshape, slice and split with the semantics ONNX and OpenVINO share.
+
+Parameters are plain Python values already validated by the adapter; nothing here knows ONNX or IR
+attribute spellings."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+
+def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode: str = "constant",
+        value=0) -> np.ndarray:
+    """Pad every axis by (begin, end); negative amounts crop. mode: constant, reflect, edge, wrap."""
+    crop = tuple(slice(max(0, -b), x.shape[i] - max(0, -e)) for i, (b, e) in enumerate(zip(pads_begin, pads_end)))
+    x = x[crop]
+    widths = [(max(0, int(b)), max(0, int(e))) for b, e in zip(pads_begin, pads_end)]
+    if mode == "constant":
+        return np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
+    return np.pad(x, widths, mode=mode)
+
+
+def reshape(x: np.ndarray, shape: Sequence[int], allowzero: bool = False) -> np.ndarray:
+    """ONNX/OpenVINO reshape: -1 is inferred; 0 copies the input dim unless allowzero (special_zero=false)."""
+    target = [int(s) for s in shape]
+    if not allowzero:
+        target = [x.shape[i] if s == 0 else s for i, s in enumerate(target)]
+    return np.reshape(x, target)
+
+
+def slice_axes(x: np.ndarray, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int] | None = None,
+               steps: Sequence[int] | None = None) -> np.ndarray:
+    """ONNX Slice: per listed axis [start:end:step], with clamping as Python slicing does."""
+    axes = list(range(len(starts))) if axes is None else [int(a) % x.ndim for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    index = [slice(None)] * x.ndim
+    for axis, start, end, step in zip(axes, starts, ends, steps):
+        # Huge sentinels (INT64_MAX/MIN) mean "to the end"; Python slicing clamps them already.
+        index[axis] = slice(int(start), int(end), int(step))
+    return x[tuple(index)]
+
+
+def split(x: np.ndarray, axis: int, sizes: Sequence[int]) -> list[np.ndarray]:
+    boundaries = np.cumsum([int(s) for s in sizes])[:-1]
+    return np.split(x, boundaries, axis=axis)
+
+
+def even_split_sizes(length: int, parts: int) -> list[int]:
+    """ONNX Split-18 num_outputs: ceil-sized parts, the last one smaller if needed."""
+    size = -(-length // parts)
+    sizes = [size] * (length // size) + ([length % size] if length % size else [])
+    return sizes
+
+
+
+def gather(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int = 0) -> np.ndarray:
+    """Take `indices` along `axis` of data (ONNX Gather, OpenVINO Gather); a negative index counts back
+    from the end of the axis.
+
+    With batch_dims = b > 0 the first b axes of data and indices are batch axes, gathered independently
+    (OpenVINO Gather-7/8; b <= axis): out[B, P, I, Q] = data[B, P, indices[B, I], Q], where B are the batch
+    axes, P the data axes before `axis`, I the remaining index axes and Q the data axes after `axis`.
+    """
+    positions = indices.astype(np.int64, copy=False)
+    positions = np.where(positions < 0, positions + data.shape[axis], positions)
+    if batch_dims == 0:
+        return np.take(data, positions, axis=axis)
+    # One advanced-indexing call: the gathered axis moved next to the batch axes, which are indexed by
+    # broadcast aranges; the result comes out as (B, I, P, Q) and is transposed to (B, P, I, Q).
+    moved = np.moveaxis(data, axis, batch_dims)
+    batch_index = tuple(np.arange(n).reshape((n,) + (1,) * (positions.ndim - 1 - k))
+                        for k, n in enumerate(data.shape[:batch_dims]))
+    taken = moved[batch_index + (positions,)]
+    n_index, n_before = positions.ndim - batch_dims, axis - batch_dims
+    order = (list(range(batch_dims)) + list(range(batch_dims + n_index, batch_dims + n_index + n_before))
+             + list(range(batch_dims, batch_dims + n_index)) + list(range(batch_dims + n_index + n_before, taken.ndim)))
+    return taken.transpose(order)
+
+
+__all__ = ["even_split_sizes", "gather", "pad", "reshape", "slice_axes", "split"]

@@ -1,0 +1,44 @@
+"""Reductions over axes (ReduceMean, ReduceSum, ...): one function for every kind, sums and means
+accumulated in at least float32."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from poolir.runtime.kernels.precision import accumulation_dtype, is_float
+
+REDUCTIONS = ("mean", "max", "min", "sum", "prod", "l1", "l2", "sum_square", "log_sum", "log_sum_exp")
+
+
+def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool) -> np.ndarray:
+    """Reduce over `axes` (None or empty: every axis). Sums and means accumulate in >= float32."""
+    axis = None if not axes else tuple(int(a) % x.ndim if x.ndim else 0 for a in axes)
+    if kind in ("max", "min"):
+        function = np.max if kind == "max" else np.min
+        return function(x, axis=axis, keepdims=keepdims)
+    work = accumulation_dtype(x.dtype) if is_float(x.dtype) else x.dtype
+    source = x.astype(work, copy=False)
+    if kind == "mean":
+        result = np.mean(source, axis=axis, keepdims=keepdims, dtype=work)
+    elif kind == "sum":
+        result = np.sum(source, axis=axis, keepdims=keepdims, dtype=work)
+    elif kind == "prod":
+        result = np.prod(source, axis=axis, keepdims=keepdims, dtype=work)
+    elif kind == "l1":
+        result = np.sum(np.abs(source), axis=axis, keepdims=keepdims, dtype=work)
+    elif kind == "l2":
+        result = np.sqrt(np.sum(np.square(source), axis=axis, keepdims=keepdims, dtype=work))
+    elif kind == "sum_square":
+        result = np.sum(np.square(source), axis=axis, keepdims=keepdims, dtype=work)
+    elif kind == "log_sum":
+        result = np.log(np.sum(source, axis=axis, keepdims=keepdims, dtype=work))
+    elif kind == "log_sum_exp":
+        result = np.log(np.sum(np.exp(source), axis=axis, keepdims=keepdims, dtype=work))
+    else:
+        raise ValueError(f"unknown reduction {kind!r}")
+    return np.asarray(result).astype(x.dtype, copy=False)
+
+
+__all__ = ["REDUCTIONS", "reduce"]

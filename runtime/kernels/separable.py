@@ -1,0 +1,228 @@
+"""The separable 1-D passes behind max, average and Lp pooling (shared/PERFORMANCE.md has the measurements).
+
+* Max and sum are separable: an N-D window is the product of per-axis windows, so a kernel runs one
+  1-D pass per spatial axis, outermost axis first (its slices are long contiguous blocks).
+* A 1-D pass never pads: for every tap j the outputs that read real input form one range
+  [out_lo_j, out_hi_j), found by clipping (runtime.kernels.window_plan). The interior, where every tap is
+  real, is reduced with one ufunc call per tap over the whole interior (the first two taps in one call);
+  the few edge outputs are computed one position at a time from their real taps only.
+* Long kernels with stride 1 reduce by doubling (about log2(kernel) calls per axis, not kernel - 1).
+* Leading rows are processed in cache-sized blocks, and intermediates live in per-thread work arrays
+  (runtime.kernels.work_arrays).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from poolir.ir.geometry import AxisWindow
+from poolir.runtime.kernels.window_plan import AxisPlan
+from poolir.runtime.kernels.work_arrays import SLOT_DENSE, SLOT_DOUBLING, SLOT_PASS, SLOT_RESULT, work_array
+
+# Leading rows (N * C) are pooled in blocks of about this many input bytes, so that the intermediates of
+# all passes stay in cache: the input is read from memory once instead of once per pass. Measured for
+# W4 (16 MiB, 3 passes): 3.8-4.3 ms whole, 2.5 ms in 4 MiB blocks, 3.1 ms in 8 MiB, 3.2 ms in 512 KiB
+# (smaller blocks pay more per-call overhead than they save).
+CHUNK_BYTES = 4 << 20
+
+# The innermost axis with stride > 1 is reduced densely and then subsampled when its input is at most
+# this large (cache-resident: 0.13 ms instead of 0.26 ms on 1.6 MB); larger inputs are bandwidth-bound
+# and read fewer bytes with strided calls (8x256x28x56 float32: 0.54 ms strided, 0.97 ms dense).
+_DENSE_MAX_BYTES = 8 << 20
+
+
+def _outer_first(ndim: int, plans: Sequence[AxisPlan]):
+    """(array axis, plan) for every spatial axis that changes something, outermost first."""
+    first = ndim - len(plans)
+    return [(first + k, plan) for k, plan in enumerate(plans) if not plan.is_identity]
+
+
+def reduce_axis(x: np.ndarray, axis: int, plan: AxisPlan, ufunc: np.ufunc, empty_fill,
+                out: np.ndarray | None = None) -> np.ndarray:
+    """One 1-D pass of `ufunc` (np.maximum or np.add) over the real taps along `axis` of contiguous x.
+
+    Outputs without a real tap get `empty_fill`. For max that is the caller's empty value: a later pass
+    over another axis only combines outputs of the same position on this axis, so it stays exact.
+
+    View x as (before, length, after). The interior outputs (every tap real) get one ufunc call per tap;
+    when output * stride == length the rows of consecutive `before` blocks line up (output q = b * n_out + o
+    reads input row q * stride + tap offset), so the interior of *all* blocks is one long call per tap over
+    the (before * length, after) view, and the outputs that straddle two blocks are edge outputs, which are
+    recomputed exactly afterwards. Long calls are what makes numpy fast (shared/PERFORMANCE.md).
+    """
+    shape = x.shape
+    before, length, after = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+    window = plan.window
+    n_out, stride = window.output, window.stride
+    if out is None:
+        out = np.empty(shape[:axis] + (n_out,) + shape[axis + 1:], dtype=x.dtype)
+    x3 = x.reshape(before, length, after)
+    out3 = out.reshape(before, n_out, after)
+
+    lo, hi = plan.interior
+    has_interior = lo < hi
+    if has_interior and _use_dense(window, after, x.nbytes):
+        # Reduce at every row position of the flattened (before * length, after) view with long contiguous
+        # calls (rows running into the next block are computed but never kept), then copy out the interior
+        # outputs: every stride-th row of each block.
+        x2 = x.reshape(before * length, after)
+        dense = _dense_reduce(ufunc, x2, window.kernel, window.dilation)
+        first = lo * stride - window.pad_begin          # input row of the first interior window
+        if n_out * stride == length and before > 1:
+            q_lo, q_hi = lo, (before - 1) * n_out + hi    # interior of the first through the last block
+            np.copyto(out.reshape(before * n_out, after)[q_lo:q_hi],
+                      dense[first: first + (q_hi - q_lo - 1) * stride + 1: stride])
+        else:
+            # Block b's interior output o reads dense row b * length + first + (o - lo) * stride; the last,
+            # (before - 1) * length + (hi - 1) * stride - pad_begin, is in range because its window is real.
+            item = dense.itemsize
+            picks = np.lib.stride_tricks.as_strided(
+                dense[first:], shape=(before, hi - lo, after),
+                strides=(length * after * item, stride * after * item, item), writeable=False)
+            np.copyto(out3[:, lo:hi], picks)
+    elif has_interior and n_out * stride == length and before > 1:
+        x2 = x.reshape(before * length, after)
+        out2 = out.reshape(before * n_out, after)
+        offsets = [j * window.dilation - window.pad_begin for j in range(window.kernel)]
+        rows = before * length
+        q_lo = max(max(0, -(c // stride)) for c in offsets)
+        q_hi = min(min(before * n_out, (rows - 1 - c) // stride + 1) for c in offsets)
+        views = [x2[q_lo * stride + c: (q_hi - 1) * stride + c + 1: stride] for c in offsets]
+        _fold(ufunc, views, out2[q_lo:q_hi])
+        # Everything outside [lo, hi) in each block, including rows before q_lo and after q_hi, is redone.
+    elif has_interior:
+        views = [x3[:, plan.input_slice(tap, lo, hi)] for tap in plan.taps]
+        _fold(ufunc, views, out3[:, lo:hi])
+    # Edge outputs, one position at a time: their number is bounded by (pad + effective kernel) / stride,
+    # not by the data, and each call still covers every `before` and `after` element.
+    for position, real_rows in plan.edges:
+        target = out3[:, position]
+        if real_rows:
+            _fold(ufunc, [x3[:, row] for row in real_rows], target)
+        else:
+            target[...] = empty_fill
+    return out
+
+
+def _use_dense(window: AxisWindow, after: int, nbytes: int) -> bool:
+    """Whether a pass should reduce densely first (see reduce_axis); measured on this machine:
+
+    - innermost axis with stride > 1: strided reads cost ~5x contiguous ones, so for cache-resident data
+      a dense reduction plus one strided copy wins (W1's last pass: 0.13 ms instead of 0.26 ms); beyond
+      that, bandwidth rules and the strided calls read fewer bytes (W3: 0.54 ms strided, 0.97 ms dense);
+    - stride 1 with a long kernel: doubling needs about log2(kernel) + popcount(kernel) calls, not kernel - 1.
+    """
+    if window.kernel < 2:
+        return False
+    if window.stride == 1:
+        return window.kernel >= 4
+    return after == 1 and nbytes <= _DENSE_MAX_BYTES
+
+
+def _dense_reduce(ufunc: np.ufunc, x2: np.ndarray, kernel: int, dilation: int) -> np.ndarray:
+    """D[r] = ufunc over x2[r + j * dilation] for j < kernel, for every row r whose taps are all in x2.
+
+    Short kernels take one call per tap. Longer ones double: block_w[r] reduces w consecutive taps, and
+    block_2w[r] = ufunc(block_w[r], block_w[r + w * dilation]). Max then covers the kernel with two
+    overlapping blocks (max is idempotent); a sum adds the disjoint blocks of the kernel's binary digits.
+    """
+    rows = x2.shape[0]
+    size = rows - (kernel - 1) * dilation
+    dense = work_array(SLOT_DENSE, (size,) + x2.shape[1:], x2.dtype)
+    if kernel <= 3:
+        _fold(ufunc, [x2[j * dilation: j * dilation + size] for j in range(kernel)], dense)
+        return dense
+    overlapping = ufunc is np.maximum
+    block, width, level = x2, 1, 0
+    pending = None            # the sum so far when it is not yet in `dense` (a view of x2 or of a block)
+    offset = 0
+    while True:
+        if not overlapping and kernel & width:
+            view = block[offset: offset + size]
+            if pending is None and offset == 0 and block is not x2 and 2 * width <= kernel:
+                np.copyto(dense, view)       # this block's buffer is about to be reused
+                pending = dense
+            elif pending is None:
+                pending = view
+            else:
+                ufunc(pending, view, out=dense)
+                pending = dense
+            offset += width * dilation
+        if 2 * width > kernel:
+            break
+        grown = rows - (2 * width - 1) * dilation
+        target = work_array(SLOT_DOUBLING[level % 2], (grown,) + x2.shape[1:], x2.dtype)
+        ufunc(block[:grown], block[width * dilation: width * dilation + grown], out=target)
+        block, width, level = target, 2 * width, level + 1
+    if overlapping:
+        shift = (kernel - width) * dilation
+        ufunc(block[:size], block[shift: shift + size], out=dense)
+    elif pending is not dense:
+        np.copyto(dense, pending)
+    return dense
+
+
+def _fold(ufunc: np.ufunc, views: Sequence[np.ndarray], out: np.ndarray) -> None:
+    """out = ufunc over views, the first two in one call, then in place."""
+    if len(views) == 1:
+        np.copyto(out, views[0])
+        return
+    ufunc(views[0], views[1], out=out)
+    for view in views[2:]:
+        ufunc(out, view, out=out)
+
+
+def sum_pass(x: np.ndarray, axis: int, plan: AxisPlan, out: np.ndarray | None) -> np.ndarray:
+    # Not a banded 0/1 matrix product, although BLAS is fast here: 0 * inf and 0 * NaN are NaN, so one
+    # non-finite input would poison every output of its row; and threaded BLAS is erratic on a busy machine.
+    return reduce_axis(x, axis, plan, np.add, 0, out)
+
+
+def separable_reduce(x: np.ndarray, plans: Sequence[AxisPlan], one_pass, *,
+                     fresh_result: bool = True) -> np.ndarray:
+    """Run `one_pass(y, axis, plan, out)` over every non-trivial spatial axis, outermost first.
+
+    Intermediate results live in this thread's work arrays; the last pass writes a fresh array (or a
+    work array too when `fresh_result` is False, because the caller converts it into a fresh one).
+    The result is never `x` itself.
+    """
+    passes = _outer_first(x.ndim, plans)
+    if not passes:
+        return x.copy() if fresh_result else x
+    rank = len(plans)
+    leading = x.shape[: x.ndim - rank]
+    rows = math.prod(leading)
+    out_spatial = tuple(plan.window.output for plan in plans)
+    chunk = max(1, CHUNK_BYTES // max(1, x.nbytes // max(rows, 1)))
+    if fresh_result:
+        result = np.empty(leading + out_spatial, dtype=x.dtype)
+    else:
+        result = work_array(SLOT_RESULT, leading + out_spatial, x.dtype)
+    if rows == 0:
+        return result
+    if rows <= chunk:
+        _run_block(x, passes, one_pass, result)
+        return result
+    # Blocks of leading rows small enough that every intermediate stays in the core's cache: the input is
+    # read from memory once and the result written once, instead of every pass streaming through memory.
+    x_rows = x.reshape((rows,) + x.shape[x.ndim - rank:])
+    result_rows = result.reshape((rows,) + out_spatial)
+    block_passes = [(1 + axis - (x.ndim - rank), plan) for axis, plan in passes]
+    for start in range(0, rows, chunk):
+        _run_block(x_rows[start: start + chunk], block_passes, one_pass, result_rows[start: start + chunk])
+    return result
+
+
+def _run_block(x: np.ndarray, passes, one_pass, out: np.ndarray) -> None:
+    """Run `passes` over x (one block of leading rows); the last pass writes into `out`."""
+    y = x
+    for number, (axis, plan) in enumerate(passes):
+        last = number == len(passes) - 1
+        shape = y.shape[:axis] + (plan.window.output,) + y.shape[axis + 1:]
+        y = one_pass(y, axis, plan, out if last else work_array(SLOT_PASS[number % 2], shape, y.dtype))
+
+
+__all__ = ["CHUNK_BYTES", "reduce_axis", "separable_reduce", "sum_pass"]

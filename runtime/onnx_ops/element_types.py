@@ -1,0 +1,39 @@
+"""ONNX element types: the type sets the version tables allow, the check against a row, and ONNX -> numpy."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import onnx
+
+from poolir.ir.errors import UsageError
+from poolir.runtime.onnx_ops.registry import OnnxOpVersion
+
+F16, BF16, F32, F64 = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32),
+                       np.dtype(np.float64))
+I8, U8 = np.dtype(np.int8), np.dtype(np.uint8)
+FLOAT_TYPES = frozenset({F16, F32, F64})
+FLOAT_TYPES_BF16 = FLOAT_TYPES | {BF16}
+
+
+def check_dtype(version: OnnxOpVersion, dtype: np.dtype) -> None:
+    """Raise UsageError unless the row allows `dtype` for its main input (type constraint T)."""
+    if version.dtypes is not None and np.dtype(dtype) not in version.dtypes:
+        allowed = ", ".join(sorted(_type_name(t) for t in version.dtypes))
+        raise UsageError(f"input type {_type_name(dtype)} is not allowed for {version.label} (allowed: {allowed})")
+
+
+def _type_name(dtype) -> str:
+    dtype = np.dtype(dtype)
+    return "bfloat16" if dtype == BF16 else dtype.name
+
+
+def onnx_dtype(element_type: int) -> np.dtype:
+    """The numpy dtype of an ONNX TensorProto element type; UsageError for one numpy cannot hold."""
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(element_type))
+    except Exception:
+        raise UsageError(f"ONNX element type {element_type} is not supported") from None
+
+
+__all__ = ["BF16", "F16", "F32", "F64", "FLOAT_TYPES", "FLOAT_TYPES_BF16", "I8", "U8", "check_dtype", "onnx_dtype"]

@@ -1,0 +1,131 @@
+"""ONNX elementwise operators: unary, binary and variadic arithmetic, comparisons and logic, Mod, Where,
+Clip, Cast/CastLike and Identity: version rows and adapters onto numpy and runtime.kernels.elementwise.
+
+Element types are not restricted by these tables (numpy computes any of them). Versions before an op's
+first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) and are unsupported.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
+from poolir.runtime.kernels.precision import accumulation_dtype
+from poolir.runtime.onnx_ops.element_types import onnx_dtype
+from poolir.runtime.onnx_ops.registry import FLOAT, INT, REMOVED, STRING, Attribute, NodeContext, Step, adapter, define
+
+for _op in ("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal", "Relu"):
+    define(_op, [(6, {})])
+define("Sign", [(9, {})])
+define("Not", [(1, {})])
+for _op in ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "And", "Or", "Xor"):
+    define(_op, [(7, {})])
+define("LessOrEqual", [(12, {})])
+define("GreaterOrEqual", [(12, {})])
+for _op in ("Max", "Min", "Sum", "Mean"):
+    define(_op, [(6, {})])
+define("Mod", [(10, {"fmod": Attribute(INT, 0)})])
+define("Where", [(9, {})])
+define("Identity", [(1, {})])
+# saturate and round_mode only concern float8/float4 targets, which poolir does not support.
+define("Cast", [(6, {"to": Attribute(INT, required=True)}), (19, {"saturate": Attribute(INT, 1)}),
+                (24, {"round_mode": Attribute(STRING, "up")})])
+define("CastLike", [(15, {}), (19, {"saturate": Attribute(INT, 1)}), (24, {"round_mode": Attribute(STRING, "up")})])
+define("Clip", [(6, {"min": Attribute(FLOAT, -math.inf), "max": Attribute(FLOAT, math.inf)}),
+                (11, {"min": REMOVED, "max": REMOVED})])
+
+
+_UNARY = {
+    "Abs": np.abs, "Neg": np.negative, "Sign": np.sign, "Not": np.logical_not, "Relu": lambda x: np.maximum(x, 0),
+    "Floor": np.floor, "Ceil": np.ceil,
+}
+_UNARY_FLOAT = {"Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log, "Reciprocal": np.reciprocal}
+_BINARY = {
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": divide, "Pow": power,
+    "Equal": np.equal, "Less": np.less, "Greater": np.greater, "LessOrEqual": np.less_equal,
+    "GreaterOrEqual": np.greater_equal, "And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor,
+}
+_KEEP_TYPE = {"Add", "Sub", "Mul"}  # numpy may promote mixed scalars; ONNX requires one type T
+
+
+@adapter(*_UNARY)
+def plan_unary(ctx: NodeContext) -> Step:
+    function = _UNARY[ctx.version.op_type]
+    return lambda x: (np.asarray(function(x)).astype(x.dtype, copy=False),)
+
+
+@adapter(*_UNARY_FLOAT)
+def plan_unary_float(ctx: NodeContext) -> Step:
+    function = _UNARY_FLOAT[ctx.version.op_type]
+    return lambda x: (unary_float(function, x),)
+
+
+@adapter(*_BINARY)
+def plan_binary(ctx: NodeContext) -> Step:
+    function = _BINARY[ctx.version.op_type]
+    if ctx.version.op_type in _KEEP_TYPE:
+        return lambda a, b: (np.asarray(function(a, b)).astype(a.dtype, copy=False),)
+    return lambda a, b: (np.asarray(function(a, b)),)
+
+
+@adapter("Max", "Min", "Sum", "Mean")
+def plan_variadic(ctx: NodeContext) -> Step:
+    op_type = ctx.version.op_type
+
+    def run(*xs):
+        if op_type == "Mean":
+            work = accumulation_dtype(xs[0].dtype)
+            total = sum(x.astype(work) for x in xs) / len(xs)
+            return (np.asarray(total).astype(xs[0].dtype),)
+        function = {"Max": np.maximum, "Min": np.minimum, "Sum": np.add}[op_type]
+        result = xs[0]
+        for x in xs[1:]:
+            result = function(result, x)
+        return (np.asarray(result).astype(xs[0].dtype, copy=False),)
+    return run
+
+
+@adapter("Mod")
+def plan_mod(ctx: NodeContext) -> Step:
+    fmod = bool(ctx.attrs.get("fmod", 0))
+    return lambda a, b: (modulo(a, b, fmod),)
+
+
+@adapter("Where")
+def plan_where(ctx: NodeContext) -> Step:
+    return lambda c, a, b: (np.where(c, a, b),)
+
+
+@adapter("Identity")
+def plan_identity(ctx: NodeContext) -> Step:
+    return lambda x: (x,)
+
+
+@adapter("Clip")
+def plan_clip(ctx: NodeContext) -> Step:
+    if "min" in ctx.version.attributes:
+        low, high = ctx.attrs["min"], ctx.attrs["max"]
+        return lambda x: (np.clip(x, low, high).astype(x.dtype, copy=False),)
+
+    def run(x, low=None, high=None):
+        result = x
+        if low is not None:
+            result = np.maximum(result, low)
+        if high is not None:
+            result = np.minimum(result, high)
+        return (np.asarray(result).astype(x.dtype, copy=False),)
+    return run
+
+
+@adapter("Cast")
+def plan_cast(ctx: NodeContext) -> Step:
+    target = onnx_dtype(ctx.attrs["to"])
+    return lambda x: (cast(x, target),)
+
+
+@adapter("CastLike")
+def plan_cast_like(ctx: NodeContext) -> Step:
+    return lambda x, like: (cast(x, like.dtype),)
+

@@ -1,0 +1,39 @@
+"""ONNX reductions (ReduceSum, ReduceMean, ...): version rows and one adapter onto runtime.kernels.reduction.
+
+Element types are not restricted by these tables (numpy computes any of them). Versions before an op's
+first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) and are unsupported.
+"""
+
+from __future__ import annotations
+
+from poolir.runtime.kernels.reduction import reduce
+from poolir.runtime.onnx_ops.registry import (INT, INTS, REMOVED, Attribute, NodeContext, Step, adapter, define,
+                                              int_values)
+
+for _op, _input_axes_since in (("ReduceSum", 13), ("ReduceMean", 18), ("ReduceMax", 18), ("ReduceMin", 18),
+                               ("ReduceProd", 18), ("ReduceL1", 18), ("ReduceL2", 18),
+                               ("ReduceSumSquare", 18), ("ReduceLogSum", 18), ("ReduceLogSumExp", 18)):
+    define(_op, [(1, {"axes": Attribute(INTS), "keepdims": Attribute(INT, 1)}),
+                 (_input_axes_since, {"axes": REMOVED, "noop_with_empty_axes": Attribute(INT, 0)})])
+
+
+_REDUCE_KINDS = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
+                 "ReduceProd": "prod", "ReduceL1": "l1", "ReduceL2": "l2", "ReduceSumSquare": "sum_square",
+                 "ReduceLogSum": "log_sum", "ReduceLogSumExp": "log_sum_exp"}
+
+
+@adapter(*_REDUCE_KINDS)
+def plan_reduce(ctx: NodeContext) -> Step:
+    """axes: an attribute before opset 13 (ReduceSum) / 18 (the others), then an optional input. Empty
+    or absent axes reduce every axis, unless noop_with_empty_axes=1 (then the input passes through)."""
+    kind = _REDUCE_KINDS[ctx.version.op_type]
+    keepdims = bool(ctx.attrs.get("keepdims", 1))
+    attribute_axes = ctx.attrs.get("axes")
+    noop = bool(ctx.attrs.get("noop_with_empty_axes", 0))
+
+    def run(x, axes=None):
+        chosen = list(attribute_axes) if attribute_axes is not None else ([] if axes is None else int_values(axes))
+        if not chosen and noop:
+            return (x,)
+        return (reduce(x, kind, chosen, keepdims),)
+    return run
