@@ -124,33 +124,86 @@ def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], gr
 def _depthwise(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], acc: np.dtype) -> np.ndarray:
     """One input and one output channel per group: y[:, c] = sum over taps of w[c, tap] * shifted x[:, c].
 
-    Each tap is one multiply into a reused product buffer and one add, over all images and channels, on
-    the outputs where that tap reads real input (other outputs get nothing from it: zero padding). The
-    first tap that is real for every output initialises y, so y is not zeroed first when one exists.
+    Computed on the wide grid of a phase buffer (see _PhaseBuffer): every tap is one multiply into a
+    reused product array and one add, each a long contiguous call over all images and channels. The
+    wide grid's extra columns are dropped by the final copy into the fresh result.
     """
     n, c = x.shape[:2]
-    rank = len(windows)
-    out = tuple(window.output for window in windows)
-    source = _widened(x, acc)
-    weights = w.astype(acc, copy=False).reshape(c, -1)
-    y = np.empty((n, c) + out, dtype=acc)
-    product = _work_array(_SLOT_PRODUCT, y.shape, acc)
-    pending = [(tap, boxes) for tap, boxes in enumerate(_tap_boxes(windows)) if boxes is not None]
-    full = next((k for k, (_, boxes) in enumerate(pending)
-                 if all(lo == 0 and hi == size for (lo, hi, _), size in zip(boxes, out))), None)
-    if full is None:
-        y.fill(0)
-    else:
-        tap, boxes = pending.pop(full)
-        np.multiply(source[(Ellipsis,) + tuple(src for _, _, src in boxes)],
-                    weights[:, tap].reshape((c,) + (1,) * rank), out=y)
-    for tap, boxes in pending:
-        out_box = (Ellipsis,) + tuple(slice(lo, hi) for lo, hi, _ in boxes)
-        scratch = product[out_box]
-        np.multiply(source[(Ellipsis,) + tuple(src for _, _, src in boxes)],
-                    weights[:, tap].reshape((c,) + (1,) * rank), out=scratch)
-        np.add(y[out_box], scratch, out=y[out_box])
-    return y
+    phases = _PhaseBuffer(x, windows, acc)
+    weights = w.astype(acc, copy=False).reshape(c, -1, 1)
+    wide = _work_array(_SLOT_WIDE, (n, c, phases.wide_size), acc)
+    product = _work_array(_SLOT_PRODUCT, wide.shape, acc)
+    for number, (tap, view) in enumerate(phases.tap_views()):
+        if number == 0:
+            np.multiply(view, weights[:, tap], out=wide)
+        else:
+            np.multiply(view, weights[:, tap], out=product)
+            np.add(wide, product, out=wide)
+    return phases.cropped(wide)
+
+
+class _PhaseBuffer:
+    """The zero-padded input split into stride phases, so that every tap is one contiguous 1-D range.
+
+    Along an axis with stride s, dilation d and kernel k, output o's tap j reads padded position
+    o*s + j*d = (o + a)*s + r with a = (j*d) // s and r = (j*d) % s: element o + a of phase r, where
+    phase r holds padded positions r, r + s, r + 2s, ... So each tap reads one phase combination
+    (r_0, r_1, ...) shifted by (a_0, a_1, ...). With the phase flattened row-major, outputs on the
+    "wide grid" (O_0, Q_1, ..., Q_last) (Q = phase extent: O + max a) read flat position
+    q + sum a_i * row_i: a contiguous range per tap for all outputs. Wide positions past O_i on inner
+    axes are garbage (they wrap into the next row) and are cropped; axis 0 gets one spare zero row so
+    that the last tap's range stays inside the buffer. Layout [N, C, phase combination, flat].
+    """
+
+    def __init__(self, x: np.ndarray, windows: Sequence[AxisWindow], acc: np.dtype):
+        n, c = x.shape[:2]
+        self.windows = tuple(windows)
+        self.out = tuple(window.output for window in windows)
+        self.extents = tuple(w.output + (w.kernel - 1) * w.dilation // w.stride for w in windows)
+        self.strides = tuple(window.stride for window in windows)
+        rows = (self.extents[0] + 1,) + self.extents[1:]
+        self.wide_shape = (self.out[0],) + self.extents[1:]
+        self.wide_size = math.prod(self.wide_shape)
+        self.row_sizes = tuple(math.prod(self.extents[axis + 1:]) for axis in range(len(windows)))
+        self.buffer = _work_array(_SLOT_PHASES, (n, c, math.prod(self.strides)) + rows, acc)
+        used = itertools.product(*({(j * w.dilation) % w.stride for j in range(w.kernel)} for w in windows))
+        for phase in used:
+            target = self.buffer[:, :, self._phase_number(phase)]
+            ranges, sources = [], []
+            for window, r, extent in zip(windows, phase, rows):
+                # phase position q holds input i = q*s + r - pad_begin; keep 0 <= i < length, q < extent
+                lo = max(0, -((r - window.pad_begin) // window.stride))
+                hi = min(extent, (window.length - 1 + window.pad_begin - r) // window.stride + 1)
+                hi = max(hi, lo)
+                start = lo * window.stride + r - window.pad_begin
+                ranges.append((lo, hi))
+                sources.append(slice(start, start + (hi - lo - 1) * window.stride + 1, window.stride)
+                               if hi > lo else slice(0, 0))
+            if all(hi > lo for lo, hi in ranges):
+                np.copyto(target[(Ellipsis,) + tuple(slice(lo, hi) for lo, hi in ranges)],
+                          x[(Ellipsis,) + tuple(sources)], casting="unsafe")
+            _zero_outside(target, ranges)
+        self.flat = self.buffer.reshape(n, c, math.prod(self.strides), -1)
+
+    def _phase_number(self, phase: Sequence[int]) -> int:
+        number = 0
+        for r, stride in zip(phase, self.strides):
+            number = number * stride + r
+        return number
+
+    def tap_views(self):
+        """(tap number in weight order, [N, C, wide_size] view of the input that tap multiplies)."""
+        for tap, taps in enumerate(itertools.product(*(range(w.kernel) for w in self.windows))):
+            shifts = [j * w.dilation for j, w in zip(taps, self.windows)]
+            phase = [shift % w.stride for shift, w in zip(shifts, self.windows)]
+            offset = sum(shift // w.stride * row for shift, w, row in zip(shifts, self.windows, self.row_sizes))
+            yield tap, self.flat[:, :, self._phase_number(phase), offset: offset + self.wide_size]
+
+    def cropped(self, wide: np.ndarray) -> np.ndarray:
+        """A fresh [N, C, *out] copy of the real outputs of a [N, C, wide_size] array."""
+        n, c = wide.shape[:2]
+        grid = wide.reshape((n, c) + self.wide_shape)
+        return grid[(Ellipsis,) + tuple(slice(0, o) for o in self.out)].copy()   # never the work array itself
 
 
 # --------------------------------------------------------------------------------------------------
@@ -260,7 +313,7 @@ def _widened(x: np.ndarray, acc: np.dtype) -> np.ndarray:
 # Work arrays: intermediates that never leave a call (the im2col columns, depthwise products, widened
 # half-precision input) are kept per thread and reused, since a fresh multi-megabyte array pays its page
 # faults on every call. Results are always fresh arrays. release_work_arrays() frees them.
-_SLOT_COLUMNS, _SLOT_PRODUCT, _SLOT_WIDENED = 0, 1, 2
+_SLOT_COLUMNS, _SLOT_PRODUCT, _SLOT_WIDENED, _SLOT_WIDE, _SLOT_PHASES = 0, 1, 2, 3, 4
 
 
 class _WorkArrays(threading.local):
