@@ -60,15 +60,15 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, window
     acc = _accumulation_dtype(x.dtype)
     channels_per_group = w.shape[1]
     outputs_per_group = w.shape[0] // groups
+    # Each strategy returns the sums in the accumulation dtype, either in a fresh array or in a view of a
+    # work array (which _finished copies, adding the bias and rounding to x's dtype in the same pass).
     if channels_per_group == 1 and outputs_per_group == 1 and groups > 1:
-        y = _depthwise(x, w, windows, acc)
+        y, fresh = _depthwise(x, w, windows, acc)
     elif all(_is_identity(window) for window in windows):
-        y = _pointwise(x, w, groups, acc)
+        y, fresh = _pointwise(x, w, groups, acc, x.dtype == acc)
     else:
-        y = _im2col_gemm(x, w, windows, groups, acc)
-    if bias is not None:
-        y += bias.astype(acc, copy=False).reshape((-1,) + (1,) * len(windows))
-    return y if y.dtype == x.dtype else y.astype(x.dtype)
+        y, fresh = _im2col_gemm(x, w, windows, groups, acc, x.dtype == acc)
+    return _finished(y, fresh, bias, x.dtype)
 
 
 def group_weights(weights: np.ndarray) -> tuple[np.ndarray, int]:
@@ -87,19 +87,19 @@ def group_weights(weights: np.ndarray) -> tuple[np.ndarray, int]:
 # Strategies
 # --------------------------------------------------------------------------------------------------
 
-def _pointwise(x: np.ndarray, w: np.ndarray, groups: int, acc: np.dtype) -> np.ndarray:
+def _pointwise(x: np.ndarray, w: np.ndarray, groups: int, acc: np.dtype, fresh: bool) -> tuple[np.ndarray, bool]:
     """1x1, stride 1, no pads: per group, weights [M/G, C/G] times the image as a [C/G, P] matrix."""
     n, c = x.shape[:2]
     spatial = x.shape[2:]
     m = w.shape[0]
     columns = _widened(x, acc).reshape(n, groups, c // groups, math.prod(spatial))
-    y = np.empty((n, groups, m // groups, math.prod(spatial)), dtype=acc)
+    y = _result_array((n, groups, m // groups, math.prod(spatial)), acc, fresh)
     np.matmul(_weight_matrices(w, groups, acc), columns, out=y)
-    return y.reshape((n, m) + spatial)
+    return y.reshape((n, m) + spatial), fresh
 
 
 def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], groups: int,
-                 acc: np.dtype) -> np.ndarray:
+                 acc: np.dtype, fresh: bool) -> tuple[np.ndarray, bool]:
     """Gather every tap into columns [N, C, T, *out] (T = prod(kernel)), then one matmul per group."""
     n, c = x.shape[:2]
     m = w.shape[0]
@@ -116,17 +116,17 @@ def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], gr
                   casting="unsafe")
         _zero_outside(target, [(lo, hi) for lo, hi, _ in boxes])
     per_group = columns.reshape(n, groups, (c // groups) * taps, math.prod(out))
-    y = np.empty((n, groups, m // groups, math.prod(out)), dtype=acc)
+    y = _result_array((n, groups, m // groups, math.prod(out)), acc, fresh)
     np.matmul(_weight_matrices(w, groups, acc), per_group, out=y)
-    return y.reshape((n, m) + out)
+    return y.reshape((n, m) + out), fresh
 
 
-def _depthwise(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], acc: np.dtype) -> np.ndarray:
+def _depthwise(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], acc: np.dtype) -> tuple[np.ndarray, bool]:
     """One input and one output channel per group: y[:, c] = sum over taps of w[c, tap] * shifted x[:, c].
 
     Computed on the wide grid of a phase buffer (see _PhaseBuffer): every tap is one multiply into a
     reused product array and one add, each a long contiguous call over all images and channels. The
-    wide grid's extra columns are dropped by the final copy into the fresh result.
+    wide grid's extra columns are dropped by the final copy into the fresh result (_finished).
     """
     n, c = x.shape[:2]
     phases = _PhaseBuffer(x, windows, acc)
@@ -139,7 +139,7 @@ def _depthwise(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], acc:
         else:
             np.multiply(view, weights[:, tap], out=product)
             np.add(wide, product, out=wide)
-    return phases.cropped(wide)
+    return phases.cropped(wide), False
 
 
 class _PhaseBuffer:
@@ -200,10 +200,10 @@ class _PhaseBuffer:
             yield tap, self.flat[:, :, self._phase_number(phase), offset: offset + self.wide_size]
 
     def cropped(self, wide: np.ndarray) -> np.ndarray:
-        """A fresh [N, C, *out] copy of the real outputs of a [N, C, wide_size] array."""
+        """The [N, C, *out] view of the real outputs in a [N, C, wide_size] array."""
         n, c = wide.shape[:2]
         grid = wide.reshape((n, c) + self.wide_shape)
-        return grid[(Ellipsis,) + tuple(slice(0, o) for o in self.out)].copy()   # never the work array itself
+        return grid[(Ellipsis,) + tuple(slice(0, o) for o in self.out)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -301,6 +301,27 @@ def _weight_matrices(w: np.ndarray, groups: int, acc: np.dtype) -> np.ndarray:
     return w.astype(acc, copy=False).reshape(groups, w.shape[0] // groups, -1)
 
 
+def _result_array(shape: tuple[int, ...], acc: np.dtype, fresh: bool) -> np.ndarray:
+    """A fresh array when it is the result itself, else a work array that _finished copies out of."""
+    return np.empty(shape, dtype=acc) if fresh else _work_array(_SLOT_RESULT, shape, acc)
+
+
+def _finished(y: np.ndarray, fresh: bool, bias: np.ndarray | None, dtype: np.dtype) -> np.ndarray:
+    """y + bias in `dtype`, in a fresh array: in place when y is fresh and of that dtype, else in one pass
+    that adds the bias (in the accumulation dtype) and rounds once to `dtype`."""
+    shaped_bias = None if bias is None else bias.astype(y.dtype, copy=False).reshape((-1,) + (1,) * (y.ndim - 2))
+    if fresh and y.dtype == dtype:
+        if shaped_bias is not None:
+            y += shaped_bias
+        return y
+    result = np.empty(y.shape, dtype=dtype)
+    if shaped_bias is None:
+        np.copyto(result, y, casting="unsafe")
+    else:
+        np.add(y, shaped_bias, out=result, casting="unsafe")
+    return result
+
+
 def _widened(x: np.ndarray, acc: np.dtype) -> np.ndarray:
     """x itself when already in the accumulation dtype, else a reused work array holding it widened."""
     if x.dtype == acc:
@@ -313,7 +334,7 @@ def _widened(x: np.ndarray, acc: np.dtype) -> np.ndarray:
 # Work arrays: intermediates that never leave a call (the im2col columns, depthwise products, widened
 # half-precision input) are kept per thread and reused, since a fresh multi-megabyte array pays its page
 # faults on every call. Results are always fresh arrays. release_work_arrays() frees them.
-_SLOT_COLUMNS, _SLOT_PRODUCT, _SLOT_WIDENED, _SLOT_WIDE, _SLOT_PHASES = 0, 1, 2, 3, 4
+_SLOT_COLUMNS, _SLOT_PRODUCT, _SLOT_WIDENED, _SLOT_WIDE, _SLOT_PHASES, _SLOT_RESULT = 0, 1, 2, 3, 4, 5
 
 
 class _WorkArrays(threading.local):
