@@ -255,12 +255,11 @@ def _is_identity(window: AxisWindow) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 def _checked(x, w, bias, windows: Sequence[AxisWindow], groups: int):
-    x, w = _native(x), _native(w)
-    for name, array in (("input", x), ("weights", w)) + ((("bias", _native(bias)),) if bias is not None else ()):
-        if not _is_float(array.dtype):
+    x, w, bias = _native(x), _native(w), None if bias is None else _native(bias)
+    for name, array in (("input", x), ("weights", w), ("bias", bias)):
+        if array is not None and not _is_float(array.dtype):
             raise UsageError(f"convolution {name} of element type {array.dtype} is not supported "
                              "(float16, bfloat16, float32 and float64 are; integer convolution is ConvInteger)")
-    bias = _native(bias) if bias is not None else None
     rank = len(windows)
     if rank < 1 or x.ndim != rank + 2 or w.ndim != rank + 2:
         raise UsageError(f"convolution with {rank} spatial windows needs input and weights of rank {rank + 2}, "

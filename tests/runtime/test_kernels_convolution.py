@@ -273,6 +273,7 @@ def test_group_convolution_matches_openvino(strides, pads, dilations):
                groups=groups)
     magnitude = conv(np.abs(x), np.abs(weights), windows=windows([7, 8], [3, 3], strides, dilations,
                                                                    [pads[0]] * 2, [pads[1]] * 2), groups=groups)
+    # K = C/G * 3 * 3 = 18 products plus nothing else: 2 * (K + 1) * eps * sum |x * w| (module docstring)
     assert np.all(np.abs(got - expected) <= 2 * 19 * np.finfo(np.float32).eps * magnitude)
 
 
