@@ -1,0 +1,363 @@
+"""The numpy convolution kernel: N-D, grouped and depthwise, ONNX Conv = OpenVINO Convolution/GroupConvolution.
+
+Layouts: x is [N, C, *spatial] (1, 2 or 3 spatial axes; any number works), weights are [M, C/groups, *kernel],
+bias is [M], the result is [N, M, *out]. Channels are split into `groups` consecutive blocks: output
+channel m of group g = m // (M / groups) reads input channels g * C/groups .. (g + 1) * C/groups - 1.
+OpenVINO's GroupConvolution weights [G, M/G, C/G, *kernel] are the same numbers: `group_weights` reshapes
+them (no copy). Along each spatial axis (one resolved `ir.geometry.AxisWindow` per axis, floor rounding),
+output position o reads
+
+    i(o, j) = o * stride - pad_begin + j * dilation,   j = 0 .. kernel-1
+
+and taps outside 0 <= i < length read zeros (explicit zero padding):
+
+    y[n, m, o] = bias[m] + sum over c in group(m), taps j of x[n, c, i(o, j)] * w[m, c - first(m), j]
+
+Accumulation: float32 input is accumulated in float32 (BLAS sgemm), float64 in float64 (dgemm). float16
+and bfloat16 are computed in float32 and rounded once at the end (what onnxruntime does for float16: its
+results equal float32 results rounded), since numpy has no half-precision GEMM and accumulating in 11 bits
+of mantissa would lose most of a long sum. Integer types are refused (ConvInteger is another operator).
+The summation order is BLAS's, so results differ from other engines by rounding only: at most about
+K * eps * sum |x * w| for a dot product of K = C/groups * prod(kernel) terms.
+
+Strategies (measured numbers in benchmarks/bench_convolution.py's docstring):
+
+* pointwise (every kernel 1, stride 1, no pads): the input already is the [C, H*W] matrix, one matmul
+  per group with no copy;
+* depthwise (one input and one output channel per group): shift-and-accumulate, one multiply and one
+  add per tap. The input is first copied once into a zero-padded buffer split by stride phase, so that
+  every tap reads one contiguous range per channel and each call runs over all images and channels at
+  once (clipped per-tap views, without the copy, ran inner loops of one output row: 2-15x slower). A
+  GEMM of K = prod(kernel) per channel would spend its time in the gather (measured no better);
+  depthwise with a channel multiplier (M/groups > 1) goes the im2col way;
+* everything else: an im2col gather into a reused [N, C, prod(kernel), *out] buffer, one copy per tap
+  over all channels (clipped per tap, only the padding strips are zeroed; float16/bfloat16 are widened
+  by the same copy), then one matmul per group and image, batched by np.matmul: weights [G, M/G, K]
+  times columns [N, G, K, out] gives [N, G, M/G, out], which already is the NC[D]HW result.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+from typing import Sequence
+
+import ml_dtypes
+import numpy as np
+
+from poolir.ir.errors import UsageError
+from poolir.ir.geometry import AxisWindow, output_length
+
+__all__ = ["conv", "group_weights", "release_work_arrays"]
+
+
+def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, windows: Sequence[AxisWindow],
+         groups: int = 1) -> np.ndarray:
+    """ONNX Conv: y[n, m] = bias[m] + sum over the input channels of m's group of x (*) w[m] (see module doc).
+
+    `windows` holds one resolved AxisWindow per spatial axis (length = x's axis, kernel = w's axis,
+    floor rounding); strides, dilations and pads come from it. Returns a fresh array of x's dtype.
+    """
+    x, w, bias = _checked(x, w, bias, windows, groups)
+    acc = _accumulation_dtype(x.dtype)
+    channels_per_group = w.shape[1]
+    outputs_per_group = w.shape[0] // groups
+    # Each strategy returns the sums in the accumulation dtype, either in a fresh array or in a view of a
+    # work array (which _finished copies, adding the bias and rounding to x's dtype in the same pass).
+    if channels_per_group == 1 and outputs_per_group == 1 and groups > 1:
+        y, fresh = _depthwise(x, w, windows, acc)
+    elif all(_is_identity(window) for window in windows):
+        y, fresh = _pointwise(x, w, groups, acc, x.dtype == acc)
+    else:
+        y, fresh = _im2col_gemm(x, w, windows, groups, acc, x.dtype == acc)
+    return _finished(y, fresh, bias, x.dtype)
+
+
+def group_weights(weights: np.ndarray) -> tuple[np.ndarray, int]:
+    """OpenVINO GroupConvolution weights [G, M/G, C/G, *kernel] as conv weights [M, C/G, *kernel] and G.
+
+    A reshape (a view of a contiguous array): group g's filters are rows g*M/G .. (g+1)*M/G - 1 in both.
+    """
+    weights = np.asarray(weights)
+    if weights.ndim < 4:
+        raise UsageError(f"GroupConvolution weights need shape [G, M/G, C/G, *kernel], got {weights.shape}")
+    groups, per_group = weights.shape[:2]
+    return weights.reshape((groups * per_group,) + weights.shape[2:]), int(groups)
+
+
+# --------------------------------------------------------------------------------------------------
+# Strategies
+# --------------------------------------------------------------------------------------------------
+
+def _pointwise(x: np.ndarray, w: np.ndarray, groups: int, acc: np.dtype, fresh: bool) -> tuple[np.ndarray, bool]:
+    """1x1, stride 1, no pads: per group, weights [M/G, C/G] times the image as a [C/G, P] matrix."""
+    n, c = x.shape[:2]
+    spatial = x.shape[2:]
+    m = w.shape[0]
+    columns = _widened(x, acc).reshape(n, groups, c // groups, math.prod(spatial))
+    y = _result_array((n, groups, m // groups, math.prod(spatial)), acc, fresh)
+    np.matmul(_weight_matrices(w, groups, acc), columns, out=y)
+    return y.reshape((n, m) + spatial), fresh
+
+
+def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], groups: int,
+                 acc: np.dtype, fresh: bool) -> tuple[np.ndarray, bool]:
+    """Gather every tap into columns [N, C, T, *out] (T = prod(kernel)), then one matmul per group."""
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    out = tuple(window.output for window in windows)
+    taps = math.prod(window.kernel for window in windows)
+    columns = _work_array(_SLOT_COLUMNS, (n, c, taps) + out, acc)
+    for tap, boxes in enumerate(_tap_boxes(windows)):
+        target = columns[:, :, tap]
+        if boxes is None:                      # this tap reads only padding for every output
+            target.fill(0)
+            continue
+        out_box = tuple(slice(lo, hi) for lo, hi, _ in boxes)
+        np.copyto(target[(Ellipsis,) + out_box], x[(Ellipsis,) + tuple(src for _, _, src in boxes)],
+                  casting="unsafe")
+        _zero_outside(target, [(lo, hi) for lo, hi, _ in boxes])
+    per_group = columns.reshape(n, groups, (c // groups) * taps, math.prod(out))
+    y = _result_array((n, groups, m // groups, math.prod(out)), acc, fresh)
+    np.matmul(_weight_matrices(w, groups, acc), per_group, out=y)
+    return y.reshape((n, m) + out), fresh
+
+
+def _depthwise(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], acc: np.dtype) -> tuple[np.ndarray, bool]:
+    """One input and one output channel per group: y[:, c] = sum over taps of w[c, tap] * shifted x[:, c].
+
+    Computed on the wide grid of a phase buffer (see _PhaseBuffer): every tap is one multiply into a
+    reused product array and one add, each a long contiguous call over all images and channels. The
+    wide grid's extra columns are dropped by the final copy into the fresh result (_finished).
+    """
+    n, c = x.shape[:2]
+    phases = _PhaseBuffer(x, windows, acc)
+    weights = w.astype(acc, copy=False).reshape(c, -1, 1)
+    wide = _work_array(_SLOT_WIDE, (n, c, phases.wide_size), acc)
+    product = _work_array(_SLOT_PRODUCT, wide.shape, acc)
+    for number, (tap, view) in enumerate(phases.tap_views()):
+        if number == 0:
+            np.multiply(view, weights[:, tap], out=wide)
+        else:
+            np.multiply(view, weights[:, tap], out=product)
+            np.add(wide, product, out=wide)
+    return phases.cropped(wide), False
+
+
+class _PhaseBuffer:
+    """The zero-padded input split into stride phases, so that every tap is one contiguous 1-D range.
+
+    Along an axis with stride s, dilation d and kernel k, output o's tap j reads padded position
+    o*s + j*d = (o + a)*s + r with a = (j*d) // s and r = (j*d) % s: element o + a of phase r, where
+    phase r holds padded positions r, r + s, r + 2s, ... So each tap reads one phase combination
+    (r_0, r_1, ...) shifted by (a_0, a_1, ...). With the phase flattened row-major, outputs on the
+    "wide grid" (O_0, Q_1, ..., Q_last) (Q = phase extent: O + max a) read flat position
+    q + sum a_i * row_i: a contiguous range per tap for all outputs. Wide positions past O_i on inner
+    axes are garbage (they wrap into the next row) and are cropped; axis 0 gets one spare zero row so
+    that the last tap's range stays inside the buffer. Layout [N, C, phase combination, flat].
+    """
+
+    def __init__(self, x: np.ndarray, windows: Sequence[AxisWindow], acc: np.dtype):
+        n, c = x.shape[:2]
+        self.windows = tuple(windows)
+        self.out = tuple(window.output for window in windows)
+        self.extents = tuple(w.output + (w.kernel - 1) * w.dilation // w.stride for w in windows)
+        self.strides = tuple(window.stride for window in windows)
+        rows = (self.extents[0] + 1,) + self.extents[1:]
+        self.wide_shape = (self.out[0],) + self.extents[1:]
+        self.wide_size = math.prod(self.wide_shape)
+        self.row_sizes = tuple(math.prod(self.extents[axis + 1:]) for axis in range(len(windows)))
+        self.buffer = _work_array(_SLOT_PHASES, (n, c, math.prod(self.strides)) + rows, acc)
+        used = itertools.product(*({(j * w.dilation) % w.stride for j in range(w.kernel)} for w in windows))
+        for phase in used:
+            target = self.buffer[:, :, self._phase_number(phase)]
+            ranges, sources = [], []
+            for window, r, extent in zip(windows, phase, rows):
+                # phase position q holds input i = q*s + r - pad_begin; keep 0 <= i < length, q < extent
+                lo = max(0, -((r - window.pad_begin) // window.stride))
+                hi = min(extent, (window.length - 1 + window.pad_begin - r) // window.stride + 1)
+                hi = max(hi, lo)
+                start = lo * window.stride + r - window.pad_begin
+                ranges.append((lo, hi))
+                sources.append(slice(start, start + (hi - lo - 1) * window.stride + 1, window.stride)
+                               if hi > lo else slice(0, 0))
+            if all(hi > lo for lo, hi in ranges):
+                np.copyto(target[(Ellipsis,) + tuple(slice(lo, hi) for lo, hi in ranges)],
+                          x[(Ellipsis,) + tuple(sources)], casting="unsafe")
+            _zero_outside(target, ranges)
+        self.flat = self.buffer.reshape(n, c, math.prod(self.strides), -1)
+
+    def _phase_number(self, phase: Sequence[int]) -> int:
+        number = 0
+        for r, stride in zip(phase, self.strides):
+            number = number * stride + r
+        return number
+
+    def tap_views(self):
+        """(tap number in weight order, [N, C, wide_size] view of the input that tap multiplies)."""
+        for tap, taps in enumerate(itertools.product(*(range(w.kernel) for w in self.windows))):
+            shifts = [j * w.dilation for j, w in zip(taps, self.windows)]
+            phase = [shift % w.stride for shift, w in zip(shifts, self.windows)]
+            offset = sum(shift // w.stride * row for shift, w, row in zip(shifts, self.windows, self.row_sizes))
+            yield tap, self.flat[:, :, self._phase_number(phase), offset: offset + self.wide_size]
+
+    def cropped(self, wide: np.ndarray) -> np.ndarray:
+        """The [N, C, *out] view of the real outputs in a [N, C, wide_size] array."""
+        n, c = wide.shape[:2]
+        grid = wide.reshape((n, c) + self.wide_shape)
+        return grid[(Ellipsis,) + tuple(slice(0, o) for o in self.out)]
+
+
+# --------------------------------------------------------------------------------------------------
+# Geometry per tap
+# --------------------------------------------------------------------------------------------------
+
+def _tap_boxes(windows: Sequence[AxisWindow]):
+    """For every N-D tap in row-major order (the weights' order): per axis (out_lo, out_hi, input slice).
+
+    Outputs [out_lo, out_hi) are those whose tap reads real input; the input slice lists the positions
+    they read. None when some axis has no such output (the tap reads only padding).
+    """
+    per_axis = [[_axis_tap(window, j) for j in range(window.kernel)] for window in windows]
+    for boxes in itertools.product(*per_axis):
+        yield None if any(box is None for box in boxes) else boxes
+
+
+def _axis_tap(window: AxisWindow, j: int) -> tuple[int, int, slice] | None:
+    offset = j * window.dilation - window.pad_begin          # input position read by output 0
+    lo = max(0, -(offset // window.stride))                  # first output with o * s + offset >= 0
+    hi = min(window.output, (window.length - 1 - offset) // window.stride + 1)
+    if lo >= hi:
+        return None
+    start = lo * window.stride + offset
+    return lo, hi, slice(start, start + (hi - lo - 1) * window.stride + 1, window.stride)
+
+
+def _zero_outside(target: np.ndarray, ranges: Sequence[tuple[int, int]]) -> None:
+    """Zero target[..., *out] outside the box given by one (lo, hi) per trailing axis (the padding strips)."""
+    rank = len(ranges)
+    for axis, (lo, hi) in enumerate(ranges):
+        size = target.shape[target.ndim - rank + axis]
+        for strip in ((0, lo), (hi, size)):
+            if strip[0] < strip[1]:
+                index = [slice(None)] * target.ndim
+                index[target.ndim - rank + axis] = slice(*strip)
+                target[tuple(index)] = 0
+
+
+def _is_identity(window: AxisWindow) -> bool:
+    return window.kernel == 1 and window.stride == 1 and window.pad_begin == 0 and window.output == window.length
+
+
+# --------------------------------------------------------------------------------------------------
+# Checks, dtypes and work arrays
+# --------------------------------------------------------------------------------------------------
+
+def _checked(x, w, bias, windows: Sequence[AxisWindow], groups: int):
+    x, w, bias = _native(x), _native(w), None if bias is None else _native(bias)
+    for name, array in (("input", x), ("weights", w), ("bias", bias)):
+        if array is not None and not _is_float(array.dtype):
+            raise UsageError(f"convolution {name} of element type {array.dtype} is not supported "
+                             "(float16, bfloat16, float32 and float64 are; integer convolution is ConvInteger)")
+    rank = len(windows)
+    if rank < 1 or x.ndim != rank + 2 or w.ndim != rank + 2:
+        raise UsageError(f"convolution with {rank} spatial windows needs input and weights of rank {rank + 2}, "
+                         f"got input {x.shape} and weights {w.shape}")
+    if any(array.dtype != x.dtype for array in (w,) + ((bias,) if bias is not None else ())):
+        raise UsageError(f"convolution input {x.dtype}, weights {w.dtype}"
+                         + (f" and bias {bias.dtype}" if bias is not None else "") + " must share one element type")
+    if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
+        raise UsageError(f"groups {groups!r} must be an integer >= 1")
+    channels, filters = x.shape[1], w.shape[0]
+    if w.shape[1] * groups != channels or filters % groups:
+        raise UsageError(f"weights {w.shape} with groups {groups} do not fit input {x.shape}: need "
+                         f"weights[1] * groups == C ({channels}) and groups dividing M ({filters})")
+    if bias is not None and bias.shape != (filters,):
+        raise UsageError(f"bias shape {bias.shape} must be ({filters},), one value per output channel")
+    for axis, window in enumerate(windows):
+        length, kernel = x.shape[2 + axis], w.shape[2 + axis]
+        floor = output_length(window.length, window.kernel, window.stride, window.dilation, window.pad_begin,
+                              window.pad_end, "floor")
+        if window.length != length or window.kernel != kernel or window.output != floor:
+            raise UsageError(f"spatial axis {axis}: window {window} does not fit input length {length} and "
+                             f"kernel {kernel} with floor rounding (output {floor})")
+    return x, w, bias
+
+
+def _native(array) -> np.ndarray:
+    array = np.ascontiguousarray(array)
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype == np.dtype(ml_dtypes.bfloat16)
+
+
+def _accumulation_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
+
+
+def _weight_matrices(w: np.ndarray, groups: int, acc: np.dtype) -> np.ndarray:
+    """Weights [M, C/G, *kernel] as [G, M/G, C/G * prod(kernel)]: row-major, matching the columns' order."""
+    return w.astype(acc, copy=False).reshape(groups, w.shape[0] // groups, -1)
+
+
+def _result_array(shape: tuple[int, ...], acc: np.dtype, fresh: bool) -> np.ndarray:
+    """A fresh array when it is the result itself, else a work array that _finished copies out of."""
+    return np.empty(shape, dtype=acc) if fresh else _work_array(_SLOT_RESULT, shape, acc)
+
+
+def _finished(y: np.ndarray, fresh: bool, bias: np.ndarray | None, dtype: np.dtype) -> np.ndarray:
+    """y + bias in `dtype`, in a fresh array: in place when y is fresh and of that dtype, else in one pass
+    that adds the bias (in the accumulation dtype) and rounds once to `dtype`."""
+    shaped_bias = None if bias is None else bias.astype(y.dtype, copy=False).reshape((-1,) + (1,) * (y.ndim - 2))
+    if fresh and y.dtype == dtype:
+        if shaped_bias is not None:
+            y += shaped_bias
+        return y
+    result = np.empty(y.shape, dtype=dtype)
+    if shaped_bias is None:
+        np.copyto(result, y, casting="unsafe")
+    else:
+        np.add(y, shaped_bias, out=result, casting="unsafe")
+    return result
+
+
+def _widened(x: np.ndarray, acc: np.dtype) -> np.ndarray:
+    """x itself when already in the accumulation dtype, else a reused work array holding it widened."""
+    if x.dtype == acc:
+        return x
+    wide = _work_array(_SLOT_WIDENED, x.shape, acc)
+    np.copyto(wide, x, casting="unsafe")
+    return wide
+
+
+# Work arrays: intermediates that never leave a call (the im2col columns, depthwise products, widened
+# half-precision input) are kept per thread and reused, since a fresh multi-megabyte array pays its page
+# faults on every call. Results are always fresh arrays. release_work_arrays() frees them.
+_SLOT_COLUMNS, _SLOT_PRODUCT, _SLOT_WIDENED, _SLOT_WIDE, _SLOT_PHASES, _SLOT_RESULT = 0, 1, 2, 3, 4, 5
+
+
+class _WorkArrays(threading.local):
+    def __init__(self):
+        self.buffers: dict[int, np.ndarray] = {}
+
+
+_WORK = _WorkArrays()
+
+
+def _work_array(slot: int, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """An uninitialised array of `shape` and `dtype` backed by this thread's buffer for `slot`."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    buffer = _WORK.buffers.get(slot)
+    if buffer is None or buffer.nbytes < nbytes:
+        buffer = np.empty(max(nbytes, 64), dtype=np.uint8)
+        _WORK.buffers[slot] = buffer
+    return buffer[:nbytes].view(dtype).reshape(shape)
+
+
+def release_work_arrays() -> None:
+    """Free the calling thread's reusable intermediate arrays (they are re-created on demand)."""
+    _WORK.buffers.clear()

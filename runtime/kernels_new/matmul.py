@@ -1,0 +1,114 @@
+"""The numpy matrix-product kernels: ONNX MatMul (numpy broadcasting) and ONNX Gemm.
+
+Accumulation: float32 operands are multiplied by BLAS sgemm (float32 accumulators), float64 by dgemm.
+float16 and bfloat16 are widened to float32, multiplied there and rounded once at the end: numpy has no
+half-precision GEMM (its float16 matmul is a slow non-BLAS loop), and onnxruntime's float16 MatMul and
+Gemm on this CPU also equal float32 results rounded once. Integer operands are refused: this runtime
+serves CNN layers in floating point (numpy's integer matmul would be exact modulo wrap-around, if an
+integer MatMul is ever wanted). Operands must share one element type, as ONNX's T requires. The
+summation order is BLAS's, so results differ from other engines by rounding only (at most about
+K * eps * sum |a * b| for K-term dot products). Results are always fresh arrays.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from poolir.ir.errors import UsageError
+
+__all__ = ["matmul", "gemm"]
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """ONNX MatMul = numpy.matmul: a [..., M, K] times b [..., K, N] -> [..., M, N], batch axes broadcast.
+
+    A 1-D a is a row vector [1, K] and a 1-D b a column vector [K, 1]; the added axis is removed from
+    the result (1-D times 1-D is a 0-d scalar array). Both operands need rank >= 1 and one float dtype.
+    """
+    a, b = _operands("MatMul", a=a, b=b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise UsageError(f"MatMul operands need rank >= 1, got shapes {a.shape} and {b.shape}")
+    inner_a, inner_b = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if inner_a != inner_b:
+        raise UsageError(f"MatMul shapes {a.shape} and {b.shape}: inner dimensions {inner_a} and {inner_b} differ")
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise UsageError(f"MatMul shapes {a.shape} and {b.shape}: batch dimensions {a.shape[:-2]} and "
+                         f"{b.shape[:-2]} do not broadcast") from None
+    acc = _accumulation_dtype(a.dtype)
+    result = np.matmul(a.astype(acc, copy=False), b.astype(acc, copy=False))
+    return _rounded(result, a.dtype)
+
+
+def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 1.0,
+         trans_a: bool = False, trans_b: bool = False) -> np.ndarray:
+    """ONNX Gemm: Y = alpha * A' @ B' + beta * C, with A' = A.T if trans_a, B' = B.T if trans_b.
+
+    A' is [M, K], B' is [K, N] (a and b are 2-D), and c, when given, is broadcast unidirectionally to
+    [M, N] (shape (), (N,), (1, N), (M, 1), (M, N)...). Transposes are BLAS flags, never copies. As in
+    onnxruntime (and BLAS), beta == 0 ignores c entirely, so an infinite or NaN c does not give NaN; alpha
+    is applied literally (alpha == 0 with an infinite product gives NaN, as in onnxruntime).
+    """
+    named = dict(a=a, b=b) if c is None else dict(a=a, b=b, c=c)
+    operands = _operands("Gemm", **named)
+    a, b = operands[:2]
+    c = operands[2] if c is not None else None
+    if a.ndim != 2 or b.ndim != 2:
+        raise UsageError(f"Gemm operands a and b must be 2-D, got shapes {a.shape} and {b.shape}")
+    a_matrix = a.T if trans_a else a
+    b_matrix = b.T if trans_b else b
+    (m, k), (k_b, n) = a_matrix.shape, b_matrix.shape
+    if k != k_b:
+        raise UsageError(f"Gemm shapes a {a.shape} (trans_a={int(trans_a)}) and b {b.shape} (trans_b={int(trans_b)}): "
+                         f"inner dimensions {k} and {k_b} differ")
+    if c is not None and not _broadcasts_to(c.shape, (m, n)):
+        raise UsageError(f"Gemm c of shape {c.shape} does not broadcast unidirectionally to [M, N] = [{m}, {n}]")
+    acc = _accumulation_dtype(a.dtype)
+    result = np.matmul(a_matrix.astype(acc, copy=False), b_matrix.astype(acc, copy=False))
+    alpha, beta = acc.type(alpha), acc.type(beta)
+    if alpha != 1:
+        result *= alpha
+    if c is not None and beta != 0:
+        wide_c = c.astype(acc, copy=False)
+        if beta == 1:
+            result += wide_c
+        else:
+            result += beta * wide_c
+    return _rounded(result, a.dtype)
+
+
+def _operands(op: str, **arrays) -> list[np.ndarray]:
+    """The operands as native-byte-order arrays of one supported float dtype (else UsageError)."""
+    converted = []
+    for name, array in arrays.items():
+        array = np.asarray(array)
+        if not array.dtype.isnative:
+            array = array.astype(array.dtype.newbyteorder("="))
+        if not (array.dtype.kind == "f" or array.dtype == np.dtype(ml_dtypes.bfloat16)):
+            raise UsageError(f"{op} operand {name} of element type {array.dtype} is not supported "
+                             "(float16, bfloat16, float32 and float64 are)")
+        converted.append(array)
+    dtypes = {array.dtype for array in converted}
+    if len(dtypes) > 1:
+        listed = ", ".join(f"{name} {array.dtype}" for name, array in zip(arrays, converted))
+        raise UsageError(f"{op} operands must share one element type, got {listed}")
+    return converted
+
+
+def _accumulation_dtype(dtype: np.dtype) -> np.dtype:
+    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
+
+
+def _rounded(result: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The accumulator-typed result in the operands' dtype, rounded once (a fresh array either way)."""
+    result = np.asarray(result)
+    return result if result.dtype == dtype else result.astype(dtype)
+
+
+def _broadcasts_to(shape: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Unidirectional (ONNX) broadcasting: shape stretches to target without changing target."""
+    if len(shape) > len(target):
+        return False
+    return all(s == t or s == 1 for s, t in zip(shape[::-1], target[::-1]))

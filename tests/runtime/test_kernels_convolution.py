@@ -1,0 +1,314 @@
+"""runtime/kernels_new/convolution.py: hand-worked cases, a seeded random grid against onnxruntime, and OpenVINO's
+GroupConvolution layout.
+
+Oracles: onnxruntime (one thread, no graph optimisation) for float32 and float16 Conv; onnxruntime 1.31
+has no float64 or bfloat16 Conv kernel, so float64 is checked against onnx.reference's Conv (computed in
+float64) and bfloat16 against onnxruntime's float32 Conv of the same (exactly widened) values, rounded once.
+
+Tolerance, from the summation order: every engine sums the K = C/groups * prod(kernel) products (and
+the bias) in its own order, each ordering within gamma = K * eps * sum |x * w| of the exact sum (the
+classic bound for recursive summation; blocked BLAS sums do better). Two engines are then within
+2 * (K + 1) * eps * (sum |x * w| + |bias|); `magnitude` is that sum, computed by the oracle on |x|, |w|,
+|bias|. For float32 with K <= 200 that is about 2.4e-5 relative to the magnitude. float16 and bfloat16
+results are float32 sums rounded once, so one unit in the last place of the result is added.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+from poolir.ir.errors import UsageError
+from poolir.ir.geometry import pool_windows
+from tests.peers import onnxruntime_run
+
+
+def _load_kernel(name: str):
+    """The kernels live in runtime/kernels_new/ until the runtime's kernels package lands: load by path."""
+    path = Path(__file__).resolve().parents[2] / "runtime" / "kernels_new" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"poolir_kernels_new_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+convolution = _load_kernel("convolution")
+conv, group_weights = convolution.conv, convolution.group_weights
+
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+ONNX_TYPES = {np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(np.float32): TensorProto.FLOAT,
+              np.dtype(np.float64): TensorProto.DOUBLE}
+
+
+def windows(spatial, kernel, strides=None, dilations=None, pads_begin=None, pads_end=None):
+    return pool_windows(spatial, kernel, strides, dilations, pads_begin, pads_end, "floor")
+
+
+# --------------------------------------------------------------------------------------------- hand-worked
+
+def test_1d_stride_2_with_pads_and_bias():
+    # x = [1, 2, 3, 4], w = [1, 0, -1], pads (1, 1), stride 2: padded [0, 1, 2, 3, 4, 0], out = floor(3/2)+1 = 2
+    #   o=0 reads 0, 1, 2 -> 0 - 2 = -2;  o=1 reads 2, 3, 4 -> 2 - 4 = -2;  bias 10 -> [8, 8]
+    x = np.array([[[1, 2, 3, 4]]], dtype=np.float32)
+    w = np.array([[[1, 0, -1]]], dtype=np.float32)
+    y = conv(x, w, np.array([10], dtype=np.float32), windows=windows([4], [3], [2], None, [1], [1]))
+    np.testing.assert_array_equal(y, [[[8, 8]]])
+
+
+def test_2d_dilation_2_reads_the_corners():
+    # x = 1..9 as 3x3, 2x2 kernel of ones, dilation 2: effective kernel 3, one output = 1 + 3 + 7 + 9 = 20
+    x = np.arange(1, 10, dtype=np.float64).reshape(1, 1, 3, 3)
+    y = conv(x, np.ones((1, 1, 2, 2)), windows=windows([3, 3], [2, 2], None, [2, 2]))
+    np.testing.assert_array_equal(y, [[[[20]]]])
+
+
+def test_groups_2_read_their_own_channels():
+    # 4 channels [1,1], [2,2], [3,3], [4,4]; groups 2, w = [[1, 10]], [[100, 1000]] (1x1 kernel):
+    #   output 0 = 1*1 + 10*2 = 21 (channels 0, 1);  output 1 = 100*3 + 1000*4 = 4300 (channels 2, 3)
+    x = np.array([[[1, 1], [2, 2], [3, 3], [4, 4]]], dtype=np.float32)
+    w = np.array([[[1], [10]], [[100], [1000]]], dtype=np.float32)
+    y = conv(x, w, windows=windows([2], [1]), groups=2)
+    np.testing.assert_array_equal(y, [[[21, 21], [4300, 4300]]])
+
+
+def test_depthwise_2d_asymmetric_pads():
+    # channel 0 = [[1, 2], [3, 4]], ones 2x2; channel 1 = [[5, 6], [7, 8]], w = [[1, 0], [0, -1]]
+    # pads: top 1, right 1 (begin (1, 0), end (0, 1)); out 2x2. Padded channel 0 = [[0,0,0],[1,2,0],[3,4,0]]:
+    #   (0,0) 0+0+1+2 = 3   (0,1) 0+0+2+0 = 2   (1,0) 1+2+3+4 = 10   (1,1) 2+0+4+0 = 6
+    # padded channel 1 = [[0,0,0],[5,6,0],[7,8,0]], y(i,j) = p(i,j) - p(i+1,j+1):
+    #   (0,0) 0-6 = -6   (0,1) 0-0 = 0   (1,0) 5-8 = -3   (1,1) 6-0 = 6
+    x = np.array([[[[1, 2], [3, 4]], [[5, 6], [7, 8]]]], dtype=np.float32)
+    w = np.array([[[[1, 1], [1, 1]]], [[[1, 0], [0, -1]]]], dtype=np.float32)
+    y = conv(x, w, windows=windows([2, 2], [2, 2], None, None, [1, 0], [0, 1]), groups=2)
+    np.testing.assert_array_equal(y, [[[[3, 2], [10, 6]], [[-6, 0], [-3, 6]]]])
+
+
+@pytest.mark.parametrize("channels", [1, 2], ids=["single-channel", "depthwise"])
+def test_taps_that_read_only_padding(channels):
+    # x = [5], w = [1, 2, 3], pads (2, 2): padded [0, 0, 5, 0, 0], 3 outputs
+    #   o=0: 3*5 = 15   o=1: 2*5 = 10   o=2: 1*5 = 5   (two of each output's taps read only padding)
+    x = np.full((1, channels, 1), 5, dtype=np.float32)
+    w = np.tile(np.array([1, 2, 3], dtype=np.float32), (channels, 1, 1))
+    y = conv(x, w, windows=windows([1], [3], None, None, [2], [2]), groups=channels)
+    np.testing.assert_array_equal(y, np.tile([15, 10, 5], (1, channels, 1)))
+
+
+# --------------------------------------------------------------------------------------------- random grid
+
+@dataclass(frozen=True)
+class Case:
+    dtype: np.dtype
+    batch: int
+    groups: int
+    channels_per_group: int
+    filters_per_group: int
+    spatial: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+    pads_end: tuple[int, ...]
+    bias: bool
+    seed: int
+
+    def __str__(self):
+        return (f"{self.dtype.name}-n{self.batch}-g{self.groups}x{self.channels_per_group}to{self.filters_per_group}"
+                f"-L{self.spatial}-k{self.kernel}-s{self.strides}-d{self.dilations}-pb{self.pads_begin}"
+                f"-pe{self.pads_end}{'-bias' if self.bias else ''}")
+
+    def arrays(self):
+        rng = np.random.default_rng(self.seed)
+        x = rng.standard_normal((self.batch, self.groups * self.channels_per_group) + self.spatial)
+        w = rng.standard_normal((self.groups * self.filters_per_group, self.channels_per_group) + self.kernel)
+        b = rng.standard_normal(self.groups * self.filters_per_group) if self.bias else None
+        return tuple(None if a is None else a.astype(self.dtype) for a in (x, w, b))
+
+    def model(self, dtype: np.dtype):
+        inputs = ["x", "w", "b"] if self.bias else ["x", "w"]
+        node = helper.make_node("Conv", inputs, ["y"], kernel_shape=list(self.kernel), strides=list(self.strides),
+                                dilations=list(self.dilations), pads=list(self.pads_begin + self.pads_end),
+                                group=self.groups)
+        onnx_type = ONNX_TYPES[np.dtype(dtype)]
+        graph = helper.make_graph([node], "conv", [helper.make_tensor_value_info(n, onnx_type, None) for n in inputs],
+                                  [helper.make_tensor_value_info("y", onnx_type, None)])
+        # IR version 10: onnxruntime 1.31 refuses the version that onnx 1.23 stamps by default.
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
+
+
+def _random_cases(count: int, seed: int) -> list[Case]:
+    rng = np.random.default_rng(seed)
+    dtypes = [np.dtype(np.float32)] * 5 + [np.dtype(np.float64)] * 2 + [np.dtype(np.float16)] * 2 + [BFLOAT16]
+    cases = []
+    for number in range(count):
+        rank = int(rng.integers(1, 4))
+        biggest = 5 if rank < 3 else 3                 # 3-D kernels up to 3x3x3 keep the grid fast
+        kernel = tuple(int(k) for k in rng.integers(1, biggest + 1, rank))
+        dilations = tuple(int(d) for d in rng.choice([1, 1, 2, 3], rank))
+        strides = tuple(int(s) for s in rng.integers(1, 4, rank))
+        pads_begin = tuple(int(p) for p in rng.choice([0, 0, 1, 2, 3], rank))
+        pads_end = tuple(int(p) for p in rng.choice([0, 0, 1, 2, 3], rank))
+        if number % 10 == 0:       # pointwise: 1x1, stride 1, no pads (ResNet and ShuffleNet 1x1 layers)
+            kernel, strides, pads_begin, pads_end = ((1,) * rank,) + ((1,) * rank,) + ((0,) * rank,) * 2
+        spatial = tuple(max(1, (k - 1) * d + 1 - pb - pe) + int(rng.integers(0, 12 if rank < 3 else 5))
+                        for k, d, pb, pe in zip(kernel, dilations, pads_begin, pads_end))
+        kind = rng.choice(["dense", "two", "depthwise", "shuffle", "multiplier"])
+        groups, per_group, filters = {
+            "dense": (1, int(rng.integers(1, 6)), int(rng.integers(1, 6))),
+            "two": (2, int(rng.integers(1, 4)), int(rng.integers(1, 4))),
+            "depthwise": (int(rng.integers(2, 7)), 1, 1),
+            "shuffle": (int(rng.choice([3, 4])), int(rng.integers(2, 4)), int(rng.integers(1, 4))),
+            "multiplier": (int(rng.integers(2, 5)), 1, 2),      # depthwise with channel multiplier 2
+        }[kind]
+        cases.append(Case(dtypes[number % len(dtypes)], int(rng.integers(1, 4)), groups, per_group, filters,
+                          spatial, kernel, strides, dilations, pads_begin, pads_end, bool(rng.integers(0, 2)),
+                          seed * 1000 + number))
+    return cases
+
+
+CASES = _random_cases(200, seed=20261121)
+
+
+def expected_and_magnitude(case: Case, x, w, b):
+    """The oracle's result and sum |x * w| + |bias| (see the module docstring), both as float64."""
+    if case.dtype == np.float64:
+        # onnxruntime 1.31 has no float64 Conv: onnx.reference computes it in float64.
+        evaluator = ReferenceEvaluator(case.model(np.float64))
+        run = lambda *arrays: evaluator.run(None, dict(zip("xwb", arrays)))[0]  # noqa: E731
+    else:
+        # float16: onnxruntime's own float16 Conv. bfloat16: no onnxruntime kernel, so its float32 Conv of the
+        # exactly widened values (our bfloat16 result is that sum rounded once).
+        peer_dtype = np.float16 if case.dtype == np.float16 else np.float32
+        model = case.model(peer_dtype)
+        run = lambda *arrays: onnxruntime_run(model, dict(zip("xwb", (a.astype(peer_dtype) for a in arrays))))["y"]  # noqa: E731
+    arrays = [a for a in (x, w, b) if a is not None]
+    expected = run(*arrays).astype(np.float64)
+    magnitude = run(*(np.abs(a) for a in arrays)).astype(np.float64)
+    if case.dtype == BFLOAT16:
+        expected = expected.astype(BFLOAT16).astype(np.float64)
+    return expected, magnitude
+
+
+def tolerance(case: Case, expected: np.ndarray, magnitude: np.ndarray) -> np.ndarray:
+    terms = case.channels_per_group * int(np.prod(case.kernel)) + 1
+    accumulation_eps = np.finfo(np.float64 if case.dtype == np.float64 else np.float32).eps
+    bound = 2 * terms * accumulation_eps * magnitude
+    if case.dtype in (np.float16, BFLOAT16):
+        finfo = ml_dtypes.finfo(case.dtype)
+        bound = bound + float(finfo.eps) * np.abs(expected) + float(finfo.smallest_subnormal)
+    return bound
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_conv_matches_the_oracle(case: Case):
+    x, w, b = case.arrays()
+    before = [a.copy() for a in (x, w, b) if a is not None]
+    got = conv(x, w, b, windows=windows(case.spatial, case.kernel, case.strides, case.dilations, case.pads_begin,
+                                         case.pads_end), groups=case.groups)
+    expected, magnitude = expected_and_magnitude(case, x, w, b)
+    assert got.dtype == case.dtype and got.shape == expected.shape
+    error = np.abs(got.astype(np.float64) - expected)
+    assert np.all(error <= tolerance(case, expected, magnitude)), f"max error {error.max():.3g}"
+    for original, now in zip(before, (a for a in (x, w, b) if a is not None)):
+        np.testing.assert_array_equal(original, now)          # inputs are never modified
+
+
+def test_grid_covers_every_strategy_and_dtype():
+    strategies = {"depthwise" if c.channels_per_group == 1 and c.filters_per_group == 1 and c.groups > 1
+                  else "pointwise" if all(k == 1 and s == 1 for k, s in zip(c.kernel, c.strides))
+                  and not any(c.pads_begin + c.pads_end) else "im2col" for c in CASES}
+    assert strategies == {"depthwise", "pointwise", "im2col"}
+    assert {c.dtype for c in CASES} == {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64), BFLOAT16}
+    assert {len(c.spatial) for c in CASES} == {1, 2, 3}
+
+
+# --------------------------------------------------------------------------------------------- buffers and layouts
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape, kernel, groups", [((1, 4, 6, 6), 1, 1), ((2, 4, 6, 6), 3, 1), ((2, 4, 6, 6), 3, 4),
+                                                   ((1, 4, 6), 1, 2)],
+                         ids=["pointwise", "im2col", "depthwise", "pointwise-1d-grouped"])
+def test_results_are_fresh_arrays_that_later_calls_leave_alone(shape, kernel, groups, dtype):
+    rng = np.random.default_rng(0)
+    spatial = shape[2:]
+    w = rng.standard_normal((4, shape[1] // groups) + (kernel,) * len(spatial)).astype(dtype)
+    geometry = windows(spatial, [kernel] * len(spatial), None, None, [kernel // 2] * len(spatial),
+                       [kernel // 2] * len(spatial))
+    x = rng.standard_normal(shape).astype(dtype)
+    first = conv(x, w, windows=geometry, groups=groups)
+    kept = first.copy()
+    conv(rng.standard_normal(shape).astype(dtype), w, windows=geometry, groups=groups)
+    np.testing.assert_array_equal(first, kept)
+    assert first.flags.c_contiguous and first.flags.writeable
+
+
+def test_openvino_group_weights_reshape_to_conv_weights():
+    # OpenVINO GroupConvolution weights [G, M/G, C/G, k]: group g's filters become rows g*M/G .. of [M, C/G, k].
+    grouped = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    weights, groups = group_weights(grouped)
+    assert groups == 2 and weights.shape == (6, 4, 5)
+    np.testing.assert_array_equal(weights[3:], grouped[1])
+
+
+@pytest.mark.parametrize("strides, pads, dilations", [([1, 1], [1, 1], [1, 1]), ([2, 1], [0, 2], [1, 2])])
+def test_group_convolution_matches_openvino(strides, pads, dilations):
+    ov = pytest.importorskip("openvino", reason="OpenVINO is the oracle for its own GroupConvolution layout")
+    from openvino import opset13 as ops
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 6, 7, 8)).astype(np.float32)
+    grouped = rng.standard_normal((3, 2, 2, 3, 3)).astype(np.float32)         # G=3, M/G=2, C/G=2, 3x3
+    parameter = ops.parameter(x.shape, ov.Type.f32)
+    node = ops.group_convolution(parameter, ops.constant(grouped), strides, [pads[0]] * 2, [pads[1]] * 2, dilations)
+    compiled = ov.Core().compile_model(ov.Model([node], [parameter]), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    expected = compiled(x)[0]
+    weights, groups = group_weights(grouped)
+    got = conv(x, weights, windows=windows([7, 8], [3, 3], strides, dilations, [pads[0]] * 2, [pads[1]] * 2),
+               groups=groups)
+    magnitude = conv(np.abs(x), np.abs(weights), windows=windows([7, 8], [3, 3], strides, dilations,
+                                                                   [pads[0]] * 2, [pads[1]] * 2), groups=groups)
+    # K = C/G * 3 * 3 = 18 products plus nothing else: 2 * (K + 1) * eps * sum |x * w| (module docstring)
+    assert np.all(np.abs(got - expected) <= 2 * 19 * np.finfo(np.float32).eps * magnitude)
+
+
+# --------------------------------------------------------------------------------------------- refusals
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, bool])
+def test_integer_inputs_are_refused(dtype):
+    with pytest.raises(UsageError, match="not supported.*ConvInteger"):
+        conv(np.ones((1, 1, 3), dtype=dtype), np.ones((1, 1, 2), dtype=dtype), windows=windows([3], [2]))
+
+
+@pytest.mark.parametrize("x_shape, w_shape, groups, geometry, message", [
+    ((1, 4, 5), (2, 3, 3), 1, windows([5], [3]), "do not fit input"),
+    ((1, 4, 5), (3, 2, 3), 2, windows([5], [3]), "groups dividing M"),
+    ((1, 4, 5), (2, 4, 3), 0, windows([5], [3]), "groups 0 must be"),
+    ((1, 4, 5), (2, 4, 3), 1, windows([6], [3]), "spatial axis 0"),
+    ((1, 4, 5), (2, 4, 2), 1, windows([5], [3]), "spatial axis 0"),
+    ((1, 4, 5), (2, 4, 3), 1, pool_windows([5], [3], [2], None, [0], [1], "ceil"), "floor rounding"),
+    ((1, 4, 5, 5), (2, 4, 3), 1, windows([5], [3]), "rank 3"),
+])
+def test_shape_and_geometry_mismatches_are_refused(x_shape, w_shape, groups, geometry, message):
+    with pytest.raises(UsageError, match=message):
+        conv(np.ones(x_shape, np.float32), np.ones(w_shape, np.float32), windows=geometry, groups=groups)
+
+
+def test_mixed_element_types_and_bad_bias_are_refused():
+    x, w = np.ones((1, 2, 4), np.float32), np.ones((3, 2, 2), np.float32)
+    with pytest.raises(UsageError, match="one element type"):
+        conv(x, w.astype(np.float64), windows=windows([4], [2]))
+    with pytest.raises(UsageError, match=r"bias shape \(2,\)"):
+        conv(x, w, np.ones(2, np.float32), windows=windows([4], [2]))
+
+
+def test_big_endian_input_and_empty_batch():
+    w = np.ones((1, 1, 2), np.float32)
+    y = conv(np.array([[[1, 2, 3]]], dtype=">f4"), w, windows=windows([3], [2]))
+    assert y.dtype == np.float32 and y.tolist() == [[[3, 5]]]
+    assert conv(np.ones((0, 1, 3), np.float32), w, windows=windows([3], [2])).shape == (0, 1, 2)
