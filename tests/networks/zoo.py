@@ -1,0 +1,246 @@
+"""The nine "light" model-zoo graphs shipped inside the onnx package, with seeded random weights.
+
+onnx/backend/test/data/light/light_<name>.onnx are the ONNX model zoo's classic CNNs (AlexNet, DenseNet-121,
+GoogLeNet, BN-Inception, ResNet-50, ShuffleNet v1, SqueezeNet 1.0, VGG-19, ZFNet-512), converted from Caffe2 at
+opset 9 and IR version 3, with every big weight replaced by a ConstantOfShape node filled with 0.02 (and some
+BatchNorm statistics kept as small initializers). With those weights every output is the same whatever the input.
+
+`light_model(name, seed)` keeps each graph exactly as written (opset 9, IR version 3, the same nodes in the same
+order, the same names) and only gives the weights values:
+
+- each ConstantOfShape weight becomes an initializer of the same name, shape and type (its `__SHAPE` initializer
+  and graph input go; IR version 3 lists every initializer among the graph inputs, so the weight is listed
+  where its shape was);
+- every float initializer feeding Conv, Gemm, BatchNormalization, or Mul/Add through an Unsqueeze (the Caffe
+  "Scale" layer after a BatchNorm) is drawn anew by its role:
+
+      Conv / Gemm weight   He-normal, std sqrt(2 / fan_in) (fan_in = in_channels/group * kh * kw; Gemm's K)
+      Conv / Gemm bias     normal, std 0.01
+      BN scale, Mul scale  uniform [0.8, 1.2]          BN bias, Add shift   normal, std 0.1
+      BN mean and var      the statistics of the BatchNorm's own input on a calibration batch
+
+  The last line is what makes a 121-layer DenseNet sane: random running statistics do not match the
+  activations that reach the BatchNorm, so the scale drifts by a random factor at every layer (and doubles at
+  every residual Sum) until the softmax is one-hot. A trained network's running statistics are those of its
+  activations; here they are measured on one seeded N(0, 1) batch, all BatchNorms at once, by one onnxruntime
+  run of a copy of the graph whose BatchNorms normalise with their batch statistics and output them.
+- the classifier (the Conv or Gemm the final Softmax reads, or whose output is the graph's) is then scaled so
+  that its outputs on that batch have standard deviation LOGIT_STD = 2, like a trained network's logits:
+  without BatchNorm (AlexNet, VGG, GoogLeNet) He-normal layers and max pools let the scale grow layer by
+  layer, and 1000 logits of standard deviation 6 make a one-hot softmax; too small a scale makes it uniform.
+
+Other initializers (Reshape targets, a Caffe2 blob queue no node reads) are left alone.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from tests.networks.peers import run_onnxruntime
+
+LIGHT_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+_SHAPE_SUFFIX = "__SHAPE"
+_DEFAULT_BN_EPSILON = 1e-5
+_RESHAPING = {"Unsqueeze", "Reshape"}
+LOGIT_STD = 2.0  # the classifier's outputs on the calibration batch: a softmax neither uniform nor one-hot
+
+
+def light_models() -> list[str]:
+    """The names light_model accepts: "bvlc_alexnet", "densenet121", ... (the file names without light_)."""
+    return sorted(path.stem.removeprefix("light_") for path in LIGHT_DIR.glob("light_*.onnx"))
+
+
+def light_model(name: str, seed: int = 0) -> onnx.ModelProto:
+    """The model-zoo graph `name` with seeded random weights of realistic scale (see the module docstring)."""
+    return _light_model(name, seed)
+
+
+def data_input(model: onnx.ModelProto) -> onnx.ValueInfoProto:
+    """The one graph input that is not an initializer (IR version 3 lists the weights as inputs too)."""
+    initialized = {initializer.name for initializer in model.graph.initializer}
+    (data,) = [value for value in model.graph.input if value.name not in initialized]
+    return data
+
+
+def random_feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    """N(0, 1) for the data input: what a normalised image batch looks like to the first layer."""
+    data = data_input(model)
+    shape = [dim.dim_value for dim in data.type.tensor_type.shape.dim]
+    return {data.name: np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
+
+
+def _light_model(name: str, seed: int) -> onnx.ModelProto:
+    model = onnx.load(LIGHT_DIR / f"light_{name}.onnx")
+    rng = np.random.default_rng(seed)
+    consumers = _consumers(model.graph)
+
+    def draw(weight_name: str, shape: tuple[int, ...]) -> np.ndarray:
+        return _draw(consumers[weight_name], shape, rng)
+
+    for initializer in model.graph.initializer:
+        if initializer.data_type == TensorProto.FLOAT and initializer.name in consumers:
+            initializer.CopyFrom(numpy_helper.from_array(draw(initializer.name, tuple(initializer.dims)),
+                                                         initializer.name))
+    _materialise_constant_weights(model.graph, draw)
+    _calibrate(model, seed)
+    return model
+
+
+def _materialise_constant_weights(graph: onnx.GraphProto, draw) -> None:
+    """ConstantOfShape(shape initializer) -> an initializer of that shape and the same output name, its values
+    from draw(name, shape)."""
+    shapes = {init.name: tuple(int(d) for d in numpy_helper.to_array(init))
+              for init in graph.initializer if init.name.endswith(_SHAPE_SUFFIX)}
+    kept_nodes, weights = [], {}
+    for node in graph.node:
+        if node.op_type == "ConstantOfShape" and node.input[0] in shapes:
+            assert node.output[0] + _SHAPE_SUFFIX == node.input[0], node.output[0]
+            assert node.attribute[0].t.data_type == TensorProto.FLOAT, node.output[0]
+            weights[node.input[0]] = draw(node.output[0], shapes[node.input[0]])
+        else:
+            kept_nodes.append(node)
+    still_read = {name for node in kept_nodes for name in node.input}
+    assert not still_read & set(weights), "a __SHAPE initializer is read by another node too"
+
+    def declared(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
+        if value.name not in weights:
+            return value
+        return helper.make_tensor_value_info(value.name.removesuffix(_SHAPE_SUFFIX), TensorProto.FLOAT,
+                                             weights[value.name].shape)
+
+    inputs = [declared(value) for value in graph.input]
+    initializers = [init for init in graph.initializer if init.name not in weights]
+    initializers += [numpy_helper.from_array(weight, shape_name.removesuffix(_SHAPE_SUFFIX))
+                     for shape_name, weight in weights.items()]
+    del graph.node[:], graph.input[:], graph.initializer[:]
+    graph.node.extend(kept_nodes)
+    graph.input.extend(inputs)
+    graph.initializer.extend(initializers)
+
+
+def _consumers(graph: onnx.GraphProto) -> dict[str, tuple]:
+    """Value name -> (op_type, input index, node) of the first node that reads it, looking through the
+    Unsqueeze and Reshape nodes that bring a weight to its consumer's shape (GoogLeNet reshapes its classifier's
+    weight before the Gemm)."""
+    found: dict[str, tuple] = {}
+    for node in graph.node:
+        for index, name in enumerate(node.input):
+            if not (node.op_type in _RESHAPING and index == 0):
+                found.setdefault(_source(graph, name), (node.op_type, index, node))
+    return found
+
+
+def _source(graph: onnx.GraphProto, name: str) -> str:
+    """The value `name` is a reshaped view of (through Unsqueeze and Reshape), or `name` itself."""
+    reshaped = {node.output[0]: node.input[0] for node in graph.node if node.op_type in _RESHAPING}
+    while name in reshaped:
+        name = reshaped[name]
+    return name
+
+
+def _classifier_outputs(graph: onnx.GraphProto) -> set[str]:
+    """Outputs of the classifier layers: the values the final Softmax reads, or the graph's outputs."""
+    return ({node.input[0] for node in graph.node if node.op_type == "Softmax"}
+            | {output.name for output in graph.output})
+
+
+def _draw(role: tuple, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray | None:
+    op_type, index, node = role
+    attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if (op_type, index) == ("Conv", 1):
+        return _he_normal(rng, shape, fan_in=int(np.prod(shape[1:])))
+    if (op_type, index) == ("Gemm", 1):
+        return _he_normal(rng, shape, fan_in=shape[1] if attributes.get("transB", 0) else shape[0])
+    if (op_type, index) in {("Conv", 2), ("Gemm", 2)}:
+        return 0.01 * rng.standard_normal(shape, dtype=np.float32)
+    if (op_type, index) in {("BatchNormalization", 1), ("Mul", 1)}:
+        return rng.uniform(0.8, 1.2, shape).astype(np.float32)
+    if (op_type, index) in {("BatchNormalization", 2), ("Add", 1)}:
+        return 0.1 * rng.standard_normal(shape, dtype=np.float32)
+    if (op_type, index) == ("BatchNormalization", 3):
+        return np.zeros(shape, np.float32)  # calibrated below
+    if (op_type, index) == ("BatchNormalization", 4):
+        return np.ones(shape, np.float32)  # calibrated below
+    raise AssertionError(f"no rule for a float initializer of shape {shape} read by {op_type} input {index}")
+
+
+def _he_normal(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int) -> np.ndarray:
+    values = rng.standard_normal(shape, dtype=np.float32)
+    values *= np.float32(np.sqrt(2.0 / fan_in))
+    return values
+
+
+def _calibrate(model: onnx.ModelProto, seed: int) -> None:
+    """Set every BatchNorm's mean and var to the statistics of its input on one N(0, 1) batch, and scale each
+    classifier so that its outputs (the logits) have standard deviation LOGIT_STD on that batch.
+
+    One onnxruntime run of a copy whose BatchNorms normalise with their batch's statistics: on the calibration
+    batch that copy computes exactly what the calibrated model computes, so every BatchNorm sees the input it
+    will see, and the logits are the calibrated model's logits."""
+    calibration = onnx.ModelProto()
+    calibration.CopyFrom(model)
+    graph = calibration.graph
+    nodes, statistics = [], []
+    for node in graph.node:
+        if node.op_type != "BatchNormalization":
+            nodes.append(node)
+            continue
+        mean, var, normalising = _batch_statistics_nodes(node, graph)
+        nodes.extend(normalising)
+        statistics.append((node.input[3], node.input[4], mean, var))
+    del graph.node[:]
+    graph.node.extend(nodes)
+    classifiers = [node for node in model.graph.node
+                   if node.op_type in {"Conv", "Gemm"} and node.output[0] in _classifier_outputs(model.graph)]
+    if not classifiers and not statistics:
+        return  # SqueezeNet: no BatchNorm, and its classifier (a Conv) is followed by Relu and a global pool
+    del graph.output[:]
+    graph.output.extend(helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+                        for name in [node.output[0] for node in classifiers]
+                        + [name for *_, mean, var in statistics for name in (mean, var)])
+    measured = run_onnxruntime(calibration, random_feeds(model, seed + 1_000_003))
+
+    values: dict[str, np.ndarray] = {}
+    for mean_name, var_name, mean, var in statistics:
+        assert mean_name not in values and var_name not in values, "two BatchNorms share their statistics"
+        values[mean_name] = measured[mean].reshape(-1)
+        values[var_name] = measured[var].reshape(-1)
+    initializers = {initializer.name: initializer for initializer in model.graph.initializer}
+    for node in classifiers:
+        factor = LOGIT_STD / float(measured[node.output[0]].std())
+        for name in map(functools.partial(_source, model.graph), node.input[1:]):
+            values[name] = numpy_helper.to_array(initializers[name]) * np.float32(factor)
+    for name, array in values.items():
+        initializers[name].CopyFrom(numpy_helper.from_array(array.astype(np.float32), name))
+
+
+def _batch_statistics_nodes(node: onnx.NodeProto, graph: onnx.GraphProto) -> tuple[str, str, list]:
+    """Opset-9 nodes computing node's output with the batch's own mean and (biased) variance per channel."""
+    x, scale, bias = node.input[:3]
+    epsilon = next((a.f for a in node.attribute if a.name == "epsilon"), _DEFAULT_BN_EPSILON)
+    prefix = f"calibration/{node.output[0]}"
+    graph.initializer.append(numpy_helper.from_array(np.array(epsilon, np.float32), f"{prefix}/epsilon"))
+
+    def name(suffix: str) -> str:
+        return f"{prefix}/{suffix}"
+
+    make = helper.make_node
+    nodes = [
+        make("ReduceMean", [x], [name("mean")], axes=[0, 2, 3], keepdims=1),
+        make("Sub", [x, name("mean")], [name("centred")]),
+        make("Mul", [name("centred"), name("centred")], [name("squared")]),
+        make("ReduceMean", [name("squared")], [name("var")], axes=[0, 2, 3], keepdims=1),
+        make("Add", [name("var"), name("epsilon")], [name("var+epsilon")]),
+        make("Sqrt", [name("var+epsilon")], [name("std")]),
+        make("Div", [name("centred"), name("std")], [name("normalised")]),
+        make("Unsqueeze", [scale], [name("scale")], axes=[1, 2]),
+        make("Unsqueeze", [bias], [name("bias")], axes=[1, 2]),
+        make("Mul", [name("normalised"), name("scale")], [name("scaled")]),
+        make("Add", [name("scaled"), name("bias")], [node.output[0]]),
+    ]
+    return name("mean"), name("var"), nodes
