@@ -59,6 +59,11 @@ def run_onnxruntime(model_or_path, feeds: Mapping[str, np.ndarray]) -> dict[str,
     """onnxruntime on the CPU, one thread, no graph optimisation; outputs by graph output name.
 
     A path is loaded by onnxruntime itself, so external data files are found beside it."""
+    return onnxruntime_runner(model_or_path)(feeds)
+
+
+def onnxruntime_runner(model_or_path):
+    """One onnxruntime session, as a function feeds -> outputs, for running a big model more than once."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -76,7 +81,11 @@ def run_onnxruntime(model_or_path, feeds: Mapping[str, np.ndarray]) -> dict[str,
         source = os.fspath(model_or_path)
     session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     names = [output.name for output in session.get_outputs()]
-    return dict(zip(names, session.run(names, dict(feeds))))
+
+    def run(feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return dict(zip(names, session.run(names, dict(feeds))))
+
+    return run
 
 
 @functools.lru_cache(maxsize=1)

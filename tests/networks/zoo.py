@@ -34,7 +34,6 @@ Other initializers (Reshape targets, a Caffe2 blob queue no node reads) are left
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
@@ -60,67 +59,72 @@ def light_model(name: str, seed: int = 0) -> onnx.ModelProto:
     return _light_model(name, seed)
 
 
-def data_input(model: onnx.ModelProto) -> onnx.ValueInfoProto:
-    """The one graph input that is not an initializer (IR version 3 lists the weights as inputs too)."""
-    initialized = {initializer.name for initializer in model.graph.initializer}
+def data_input(model: onnx.ModelProto, weights=()) -> onnx.ValueInfoProto:
+    """The one graph input that is neither an initializer nor one of `weights` (IR version 3 lists the weights
+    as inputs too)."""
+    initialized = {initializer.name for initializer in model.graph.initializer} | set(weights)
     (data,) = [value for value in model.graph.input if value.name not in initialized]
     return data
 
 
-def random_feeds(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+def random_feeds(model: onnx.ModelProto, seed: int, weights=()) -> dict[str, np.ndarray]:
     """N(0, 1) for the data input: what a normalised image batch looks like to the first layer."""
-    data = data_input(model)
+    data = data_input(model, weights)
     shape = [dim.dim_value for dim in data.type.tensor_type.shape.dim]
     return {data.name: np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
 
 
 def _light_model(name: str, seed: int) -> onnx.ModelProto:
+    """The weights live as numpy arrays until the end: calibration feeds them to onnxruntime as the graph inputs
+    they already are (IR version 3), and they are copied into the model once (VGG-19's are 550 MB)."""
     model = onnx.load(LIGHT_DIR / f"light_{name}.onnx")
-    rng = np.random.default_rng(seed)
-    consumers = _consumers(model.graph)
-
-    def draw(weight_name: str, shape: tuple[int, ...]) -> np.ndarray:
-        return _draw(consumers[weight_name], shape, rng)
-
-    for initializer in model.graph.initializer:
-        if initializer.data_type == TensorProto.FLOAT and initializer.name in consumers:
-            initializer.CopyFrom(numpy_helper.from_array(draw(initializer.name, tuple(initializer.dims)),
-                                                         initializer.name))
-    _materialise_constant_weights(model.graph, draw)
-    _calibrate(model, seed)
+    weights = _draw_weights(model.graph, np.random.default_rng(seed))
+    _drop_constant_of_shape(model.graph, weights)
+    _drop_initializers(model.graph, weights)
+    _calibrate(model, weights, seed)
+    model.graph.initializer.extend(numpy_helper.from_array(array, name) for name, array in weights.items())
     return model
 
 
-def _materialise_constant_weights(graph: onnx.GraphProto, draw) -> None:
-    """ConstantOfShape(shape initializer) -> an initializer of that shape and the same output name, its values
-    from draw(name, shape)."""
+def _draw_weights(graph: onnx.GraphProto, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Every ConstantOfShape weight and every float initializer a weight-reading node reads, drawn by role."""
+    consumers = _consumers(graph)
     shapes = {init.name: tuple(int(d) for d in numpy_helper.to_array(init))
               for init in graph.initializer if init.name.endswith(_SHAPE_SUFFIX)}
-    kept_nodes, weights = [], {}
+    weights = {}
     for node in graph.node:
         if node.op_type == "ConstantOfShape" and node.input[0] in shapes:
             assert node.output[0] + _SHAPE_SUFFIX == node.input[0], node.output[0]
             assert node.attribute[0].t.data_type == TensorProto.FLOAT, node.output[0]
-            weights[node.input[0]] = draw(node.output[0], shapes[node.input[0]])
-        else:
-            kept_nodes.append(node)
-    still_read = {name for node in kept_nodes for name in node.input}
-    assert not still_read & set(weights), "a __SHAPE initializer is read by another node too"
+            weights[node.output[0]] = _draw(consumers[node.output[0]], shapes[node.input[0]], rng)
+    for init in graph.initializer:
+        if init.data_type == TensorProto.FLOAT and init.name in consumers:
+            weights[init.name] = _draw(consumers[init.name], tuple(init.dims), rng)
+    return weights
 
-    def declared(value: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
-        if value.name not in weights:
-            return value
-        return helper.make_tensor_value_info(value.name.removesuffix(_SHAPE_SUFFIX), TensorProto.FLOAT,
-                                             weights[value.name].shape)
 
-    inputs = [declared(value) for value in graph.input]
-    initializers = [init for init in graph.initializer if init.name not in weights]
-    initializers += [numpy_helper.from_array(weight, shape_name.removesuffix(_SHAPE_SUFFIX))
-                     for shape_name, weight in weights.items()]
+def _drop_constant_of_shape(graph: onnx.GraphProto, weights: dict[str, np.ndarray]) -> None:
+    """Remove the ConstantOfShape nodes that made the weights and their `__SHAPE` initializers; each weight is
+    declared as a graph input where its shape was (IR version 3 lists every initializer as an input)."""
+    made = {node.output[0] for node in graph.node if node.op_type == "ConstantOfShape" and node.output[0] in weights}
+    kept_nodes = [node for node in graph.node if not (node.op_type == "ConstantOfShape" and node.output[0] in made)]
+    shape_inputs = {name + _SHAPE_SUFFIX for name in made}
+    assert not shape_inputs & {name for node in kept_nodes for name in node.input}, "a __SHAPE is read elsewhere"
+    inputs = [helper.make_tensor_value_info(value.name.removesuffix(_SHAPE_SUFFIX), TensorProto.FLOAT,
+                                            weights[value.name.removesuffix(_SHAPE_SUFFIX)].shape)
+              if value.name in shape_inputs else value for value in graph.input]
+    initializers = [init for init in graph.initializer if init.name not in shape_inputs]
     del graph.node[:], graph.input[:], graph.initializer[:]
     graph.node.extend(kept_nodes)
     graph.input.extend(inputs)
     graph.initializer.extend(initializers)
+
+
+def _drop_initializers(graph: onnx.GraphProto, names) -> None:
+    """Remove the initializers being redrawn (they stay declared as graph inputs)."""
+    kept = [init for init in graph.initializer if init.name not in names]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
 
 
 def _consumers(graph: onnx.GraphProto) -> dict[str, tuple]:
@@ -175,13 +179,15 @@ def _he_normal(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int) ->
     return values
 
 
-def _calibrate(model: onnx.ModelProto, seed: int) -> None:
+def _calibrate(model: onnx.ModelProto, weights: dict[str, np.ndarray], seed: int) -> None:
     """Set every BatchNorm's mean and var to the statistics of its input on one N(0, 1) batch, and scale each
     classifier so that its outputs (the logits) have standard deviation LOGIT_STD on that batch.
 
     One onnxruntime run of a copy whose BatchNorms normalise with their batch's statistics: on the calibration
     batch that copy computes exactly what the calibrated model computes, so every BatchNorm sees the input it
-    will see, and the logits are the calibrated model's logits."""
+    will see, and the logits are the calibrated model's logits. The weights are fed as inputs."""
+    classifiers = [node for node in model.graph.node
+                   if node.op_type in {"Conv", "Gemm"} and node.output[0] in _classifier_outputs(model.graph)]
     calibration = onnx.ModelProto()
     calibration.CopyFrom(model)
     graph = calibration.graph
@@ -193,30 +199,25 @@ def _calibrate(model: onnx.ModelProto, seed: int) -> None:
         mean, var, normalising = _batch_statistics_nodes(node, graph)
         nodes.extend(normalising)
         statistics.append((node.input[3], node.input[4], mean, var))
-    del graph.node[:]
-    graph.node.extend(nodes)
-    classifiers = [node for node in model.graph.node
-                   if node.op_type in {"Conv", "Gemm"} and node.output[0] in _classifier_outputs(model.graph)]
     if not classifiers and not statistics:
         return  # SqueezeNet: no BatchNorm, and its classifier (a Conv) is followed by Relu and a global pool
-    del graph.output[:]
+    del graph.node[:], graph.output[:]
+    graph.node.extend(nodes)
     graph.output.extend(helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
                         for name in [node.output[0] for node in classifiers]
                         + [name for *_, mean, var in statistics for name in (mean, var)])
-    measured = run_onnxruntime(calibration, random_feeds(model, seed + 1_000_003))
-
-    values: dict[str, np.ndarray] = {}
+    feeds = {**random_feeds(model, seed + 1_000_003, weights), **weights}
+    initialized = {init.name for init in graph.initializer}
+    measured = run_onnxruntime(calibration, {value.name: feeds[value.name] for value in graph.input
+                                             if value.name not in initialized})
+    assert len({name for *names, _, _ in statistics for name in names}) == 2 * len(statistics), "shared statistics"
     for mean_name, var_name, mean, var in statistics:
-        assert mean_name not in values and var_name not in values, "two BatchNorms share their statistics"
-        values[mean_name] = measured[mean].reshape(-1)
-        values[var_name] = measured[var].reshape(-1)
-    initializers = {initializer.name: initializer for initializer in model.graph.initializer}
+        weights[mean_name] = measured[mean].reshape(-1)
+        weights[var_name] = measured[var].reshape(-1)
     for node in classifiers:
-        factor = LOGIT_STD / float(measured[node.output[0]].std())
-        for name in map(functools.partial(_source, model.graph), node.input[1:]):
-            values[name] = numpy_helper.to_array(initializers[name]) * np.float32(factor)
-    for name, array in values.items():
-        initializers[name].CopyFrom(numpy_helper.from_array(array.astype(np.float32), name))
+        factor = np.float32(LOGIT_STD / float(measured[node.output[0]].std()))
+        for name in {_source(model.graph, name) for name in node.input[1:]}:
+            weights[name] = weights[name] * factor
 
 
 def _batch_statistics_nodes(node: onnx.NodeProto, graph: onnx.GraphProto) -> tuple[str, str, list]:
