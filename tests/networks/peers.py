@@ -14,27 +14,31 @@ folder (optionally with f16-compressed weights), the IR layer types that convers
 so the absolute slack scales with the output's magnitude (logits of size 30 and probabilities of size 1e-3
 are judged alike) and nothing near zero needs an absolute number picked per network. `rtol` is per dtype:
 
-    float32  1e-4   Two correct f32 engines differ only in summation order (oneDNN and MLAS block their
+    float32  3e-4   Two correct f32 engines differ only in summation order (oneDNN and MLAS block their
                     reductions differently, OpenVINO fuses bias and activation into the convolution). One
                     reduction of K products is off by about sqrt(K) * 2^-24 * sum|terms|: K = 4608 (a 3x3x512
-                    ResNet-50 convolution) gives 4e-6 of the magnitude; fifty such layers add at random, about
-                    sqrt(50) * 4e-6 = 3e-5; cancellation (|sum| smaller than sum|terms|) costs a factor of
-                    a few. Measured: the nine model-zoo networks at 224x224 agree to within 2e-5 of their
-                    output's magnitude (see test_peers.py); 1e-4 leaves a factor of five.
+                    ResNet-50 convolution) gives 4e-6 of the magnitude, and layers add at random, so logits come
+                    out within a few 1e-6 of their size (measured: DenseNet-121's 121 layers, 4e-6). A softmax
+                    turns the logits' absolute error into a relative one: dp_i = p_i (dz_i - sum_j p_j dz_j),
+                    so |dp| / max p <= 2 max|dz|, which is the logits' relative error times their range: 4e-6 *
+                    10 * 2 = 8e-5 here (measured: ResNet-50 and BN-Inception softmaxes, three weight seeds by
+                    three inputs each, at most 7.1e-5), and a trained network's logits reach 20 to 30, so 2.4e-4.
     float16  1e-2   An IR saved with compress_to_fp16 rounds every weight to 11 significant bits (relative
-                    error 2^-12 = 2.4e-4 each); through a deep network that grows to a few 1e-3.
+                    error up to 2^-12 = 2.4e-4 each); measured on the small networks' logits: up to 7e-4.
     bfloat16 5e-2   8 significant bits: 2^-9 = 2e-3 per weight.
     float64  1e-9
 
 A wrong pooling window is nothing like that: one element more or less in a 3x3 average moves that output by
-about a ninth of its size, a window shifted by one row swaps in a different value, and even after a global
-average pool over a whole 7x7 map such an error is a percent of the output, a hundred times the f32 slack
-(test_peers.py flips one pooling node's ceil_mode and count_include_pad and measures it).
+about a ninth of its size, a window shifted by one row swaps in a different value. Measured (test_peers.py):
+SqueezeNet with one MaxPool's ceil_mode flipped moves its logits by 3e-2 and 8e-2 of their size even though a
+global average pool dilutes the changed border; count_include_pad flipped on a padded 3x3 AvgPool, 0.5; on one
+of BN-Inception's 3x3 AvgPools, seventy layers before the softmax, 0.6. The closest is a hundred times rtol.
 Different shapes never agree, and neither do NaN or infinity anywhere in either output.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -51,7 +55,7 @@ import onnx
 ONNXRUNTIME_MAX_IR_VERSION = 10
 OPENVINO_CPU_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "NUM_STREAMS": "1", "INFERENCE_NUM_THREADS": "1"}
 
-RTOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float16): 1e-2, np.dtype(np.float64): 1e-9}
+RTOL = {np.dtype(np.float32): 3e-4, np.dtype(np.float16): 1e-2, np.dtype(np.float64): 1e-9}
 RTOL_BFLOAT16 = 5e-2
 
 
@@ -91,18 +95,22 @@ def onnxruntime_runner(model_or_path):
 @functools.lru_cache(maxsize=1)
 def openvino_core():
     """One Core per process: creating one loads the plugins, which costs more than running a small network."""
-    import openvino as ov
+    return _openvino().Core()
 
-    return ov.Core()
+
+def _openvino():
+    """The openvino module, imported with its telemetry off (importing it sends an event too)."""
+    with _openvino_telemetry_off():
+        import openvino
+    return openvino
 
 
 def run_openvino_onnx(model_or_path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """OpenVINO's own ONNX frontend and CPU plugin; outputs by the ONNX graph's output names."""
-    import openvino as ov
-
+    """OpenVINO's own ONNX frontend (Core.read_model of the .onnx) and CPU plugin; outputs by the ONNX graph's
+    output names."""
     with _onnx_file(model_or_path) as path:
         wanted = [output.name for output in onnx.load(path, load_external_data=False).graph.output]
-        return _infer(ov.convert_model(os.fspath(path)), feeds, wanted)
+        return _infer(openvino_core().read_model(os.fspath(path)), feeds, wanted)
 
 
 def run_openvino_xml(xml_path, feeds: Mapping[str, np.ndarray], output_names=()) -> dict[str, np.ndarray]:
@@ -117,12 +125,28 @@ def openvino_ir_of(model_or_path, folder, compress_to_fp16: bool = True, name: s
     save_model compresses f32 weights to f16 by default (each weight becomes an f16 Const and a Convert to f32,
     so the model still computes in f32 but with rounded weights): pass compress_to_fp16=False for exact weights.
     Returns the .xml path; the .bin is beside it."""
-    import openvino as ov
-
+    ov = _openvino()
     xml_path = Path(folder) / f"{name}.xml"
-    with _onnx_file(model_or_path) as path:
-        ov.save_model(ov.convert_model(os.fspath(path)), os.fspath(xml_path), compress_to_fp16=compress_to_fp16)
+    with _onnx_file(model_or_path) as path, _openvino_telemetry_off():
+        converted = ov.convert_model(os.fspath(path))
+    ov.save_model(converted, os.fspath(xml_path), compress_to_fp16=compress_to_fp16)
     return xml_path
+
+
+@contextlib.contextmanager
+def _openvino_telemetry_off():
+    """`import openvino` and openvino.convert_model report to an analytics server from a forked process
+    (openvino_telemetry: on unless a consent file in the home folder says no, off when CI=true). Tests contact
+    no server and leave the home folder alone: CI=true for the import and each conversion, then as it was."""
+    saved = os.environ.get("CI")
+    os.environ["CI"] = "true"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["CI"]
+        else:
+            os.environ["CI"] = saved
 
 
 def ir_layer_types(xml_path) -> Counter:
@@ -183,8 +207,7 @@ class _onnx_file:
 
 
 def _infer(model, feeds: Mapping[str, np.ndarray], wanted: list[str]) -> dict[str, np.ndarray]:
-    import openvino as ov
-
+    ov = _openvino()
     compiled = openvino_core().compile_model(model, "CPU", OPENVINO_CPU_CONFIG)
     inputs = {port.get_any_name(): ov.Tensor(np.ascontiguousarray(feeds[port.get_any_name()]))
               for port in compiled.inputs}
