@@ -2,8 +2,14 @@
 
 Every function takes the Net, an input value and the layer's arguments, and returns the output value. `module`
 is the layer's nn.Module name (it scopes node names and names parameters); functional calls in a forward()
-have none. Where the exporters differ (the facts come from torch/onnx's TorchScript symbolic functions, the
-onnxscript torch_lib functions the dynamo exporter dispatches to, and torch's decompositions):
+have none. Where the exporters differ, read from their sources: the TorchScript exporter's symbolic functions
+(torch/onnx/_internal/torchscript_exporter/symbolic_opset{9..17}.py: batch_norm, _avg_pool, max_pool,
+_adaptive_pool, prim_constant_chunk, hardsigmoid), onnxscript's torch_lib, which the dynamo exporter dispatches
+ATen ops to (function_libs/torch_lib/ops/nn.py and core.py: aten_max_pool2d, aten_avg_pool2d, aten_linear,
+aten_dropout, aten_mean_dim, aten_sym_size, aten_view, aten_split, aten_clone,
+_aten_native_batch_norm_inference_onnx), onnxscript's optimizer (SplitToSequence -> Split, and since 0.5.0
+the Conv + BatchNorm fusion rule), PyTorch's C++ adaptive_avg_pool2d (output 1 -> mean), and issues
+pytorch#156542 (Dropout kept), #183439 (adaptive max pool refused), #166797 (node_Conv_<n> names):
 
     layer                 torchscript (opset 17)                   dynamo (opset 18)
     Conv2d + BatchNorm2d  one Conv, BN folded into its weights     Conv, BatchNormalization(training_mode=0)
@@ -24,11 +30,13 @@ onnxscript torch_lib functions the dynamo exporter dispatches to, and torch's de
                                                                    Reshape(allowzero=1)
     x.view(x.size(0), -1) Shape, Gather(0), Unsqueeze([0]), Concat with [-1], Reshape (exported with a dynamic
                           batch axis; the old torchvision AlexNet/VGG forward); dynamo: as torch.flatten
-    nn.Linear             Gemm(alpha=1, beta=1, transB=1)          Gemm(transB=1); before 2025 torch_lib wrote
-                                                                   Transpose(weight), MatMul, Add
-    Dropout (eval)        nothing: the symbolic returns its input  Dropout(x, ratio, training_mode=False), kept
-                                                                   at opset 22 (pytorch#156542) and by
-                                                                   optimize=False
+    nn.Linear             Gemm(alpha=1, beta=1, transB=1)          Gemm(transB=1) on a 2-D input (on any other
+                                                                   rank: Transpose(weight), MatMul, Add; no
+                                                                   network here has one)
+    Dropout (eval)        nothing: the symbolic returns its input  Dropout(x, ratio, training_mode=False), as
+                                                                   torch_lib writes it; the optimizer usually
+                                                                   drops it, at opset 22 it stayed
+                                                                   (pytorch#156542)
     x.chunk(2, dim=1)     Slice per chunk (prim::ConstantChunk,    Split(num_outputs=2): SplitToSequence,
                           constants folded)                        rewritten by onnxscript's optimizer
     .contiguous()         nothing                                  Identity (aten.clone)
@@ -226,17 +234,13 @@ def _flat_shape(net: Net, x: str) -> tuple[int, int]:
     return shape[0], int(np.prod(shape[1:]))
 
 
-def linear(net: Net, x: str, out_features: int, module="fc", name: str | None = None, matmul=False) -> str:
-    """nn.Linear on a [batch, features] input. matmul=True: the dynamo style as torch_lib wrote it before 2025
-    (Transpose of the weight, MatMul, Add); torchscript always writes Gemm."""
+def linear(net: Net, x: str, out_features: int, module="fc", name: str | None = None) -> str:
+    """nn.Linear on a [batch, features] input."""
     in_features = net.shape_of(x)[1]
     weight = net.he_normal(out_features, in_features)
     bias = net.normal(0.01, out_features)
     with _scope(net, module):
         weight_name, bias_name = net.param("weight", weight), net.param("bias", bias)
-        if net.dynamo and matmul:
-            transposed = net.op("Transpose", [weight_name], perm=[1, 0])
-            return net.op("Add", [net.op("MatMul", [x, transposed]), bias_name], aten="linear", name=name)
         extra = {} if net.dynamo else {"alpha": 1.0, "beta": 1.0}
         return net.op("Gemm", [x, weight_name, bias_name], aten="linear", name=name, transB=1, **extra)
 

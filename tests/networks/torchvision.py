@@ -183,11 +183,11 @@ def vgg_head(style="torchscript", seed=0, folder=None):
         y = L.max_pool(net, y, 2, 2, module="features.5")  # 8
     y = L.view_batch(net, L.adaptive_avg_pool(net, y, (4, 4)))
     with net.module("classifier"):
-        y = L.relu(net, L.linear(net, y, 64, module="classifier.0", matmul=True), module="classifier.1")
+        y = L.relu(net, L.linear(net, y, 64, module="classifier.0"), module="classifier.1")
         y = L.dropout(net, y, module="classifier.2")
-        y = L.relu(net, L.linear(net, y, 64, module="classifier.3", matmul=True), module="classifier.4")
+        y = L.relu(net, L.linear(net, y, 64, module="classifier.3"), module="classifier.4")
         y = L.dropout(net, y, module="classifier.5")
-        logits = L.linear(net, y, 10, module="classifier.6", name="logits", matmul=True)
+        logits = L.linear(net, y, 10, module="classifier.6", name="logits")
     L.softmax(net, logits, name="probs")
     return _finish(net, "logits", folder, "probs")
 
