@@ -136,6 +136,8 @@ class Net:
         for node in self._nodes:
             if value in node.output:
                 node.output[list(node.output).index(value)] = name
+                if value in self._shapes:
+                    self._shapes[name] = self._shapes.pop(value)
                 return name
         raise KeyError(value)
 
@@ -150,14 +152,10 @@ class Net:
 
     def const(self, value, dtype=np.int64) -> str:
         """A small constant as a Constant node (shapes, axes, exponents)."""
-        array = np.asarray(value, dtype=dtype)
-        if self.dynamo:
-            node_name, output = self._node_name("Constant"), f"val_{next(self._value_counter)}"
-        else:
-            node_name = self._node_name("Constant")
-            output = f"{node_name}_output_0"
-        self._nodes.append(helper.make_node("Constant", [], [output], name=node_name,
-                                            value=numpy_helper.from_array(array)))
+        node_name = self._node_name("Constant")
+        output = f"val_{next(self._value_counter)}" if self.dynamo else f"{node_name}_output_0"
+        tensor = numpy_helper.from_array(np.asarray(value, dtype=dtype))
+        self._nodes.append(helper.make_node("Constant", [], [output], name=node_name, value=tensor))
         return output
 
     def _initializer(self, name: str, array: np.ndarray) -> str:
@@ -220,6 +218,7 @@ class Net:
         if folder is None:
             raise ValueError("the dynamo style saves its weights as external data: give a folder")
         path = Path(folder) / f"{self.name}.onnx"
+        (path.parent / f"{self.name}.onnx.data").unlink(missing_ok=True)  # onnx.save appends to it
         onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
                   location=f"{self.name}.onnx.data", size_threshold=0)
         onnx.checker.check_model(str(path), full_check=True)

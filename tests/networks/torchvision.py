@@ -21,10 +21,13 @@ What the two exporters write, in short (builder.py has the naming, layers.py the
         training_mode=False; MaxPool carries dilations. Nodes are `node_Conv_0`, values are the FX names
         (`conv2d`, `relu_1`, `getitem`), weights go to an external data file.
 
-Two networks exist to pin OpenVINO: `openvino_avgpool_ceil` (AvgPool2d(3, 2, 1, ceil_mode=True),
-count_include_pad=True, on an even map: the last window hangs past the padding) and `openvino_maxpool_ceil`
-(MaxPool2d(2, 2, 1, ceil_mode=True) on an odd map: ceil mode would add a window that starts in the right
-padding; PyTorch and onnxruntime drop it, OpenVINO 2026.4 keeps it and fills it with the lowest float).
+Two networks exist to pin OpenVINO 2026.4's ONNX frontend where it computes something else than PyTorch and
+onnxruntime: `openvino_avgpool_ceil` (AvgPool2d(3, 2, 1, ceil_mode=True), count_include_pad=True, on an even
+map: the last window hangs past the padding; OpenVINO writes AvgPool-16 with rounding_type="ceil_torch", so the
+shape is right, but divides that window by the whole kernel, 9, where PyTorch divides by the 6 taps inside the
+padded extent) and `openvino_maxpool_ceil` (MaxPool2d(2, 2, 1, ceil_mode=True) on an odd map: ceil mode would
+add a window that starts in the right padding; PyTorch and onnxruntime drop it, OpenVINO writes MaxPool-8 with
+rounding_type="ceil", keeps it and fills it with the lowest float).
 """
 
 from __future__ import annotations
