@@ -12,7 +12,8 @@ order, the same names) and only gives the weights values:
   and graph input go; IR version 3 lists every initializer among the graph inputs, so the weight is listed
   where its shape was);
 - every float initializer feeding Conv, Gemm, BatchNormalization, or Mul/Add through an Unsqueeze (the Caffe
-  "Scale" layer after a BatchNorm) is drawn anew by its role:
+  "Scale" layer after a BatchNorm), and every ConstantOfShape weight, is drawn anew by the role of the node
+  that reads it (through Unsqueeze or Reshape: GoogLeNet reshapes its classifier's weight before the Gemm):
 
       Conv / Gemm weight   He-normal, std sqrt(2 / fan_in) (fan_in = in_channels/group * kh * kw; Gemm's K)
       Conv / Gemm bias     normal, std 0.01
@@ -30,6 +31,11 @@ order, the same names) and only gives the weights values:
   layer, and 1000 logits of standard deviation 6 make a one-hot softmax; too small a scale makes it uniform.
 
 Other initializers (Reshape targets, a Caffe2 blob queue no node reads) are left alone.
+
+Measured with seed 0 on one N(0, 1) input: the softmax's largest probability is between 0.03 (ZFNet) and 0.41
+(ResNet-50), its entropy 3.2 to 5.6 nats (uniform: 6.9); DenseNet-121's logits have standard deviation 2.3.
+Another input moves the output by 2% (SqueezeNet) to 360% (BN-Inception) of its size: random-weight networks
+depend on their input less than trained ones, but always by far more than the peers' tolerance.
 """
 
 from __future__ import annotations
@@ -55,8 +61,17 @@ def light_models() -> list[str]:
 
 
 def light_model(name: str, seed: int = 0) -> onnx.ModelProto:
-    """The model-zoo graph `name` with seeded random weights of realistic scale (see the module docstring)."""
-    return _light_model(name, seed)
+    """The model-zoo graph `name` with seeded random weights of realistic scale (see the module docstring).
+
+    The weights live as numpy arrays until the end: calibration feeds them to onnxruntime as the graph inputs
+    they already are (IR version 3), and they are copied into the model once (VGG-19's are 550 MB)."""
+    model = onnx.load(LIGHT_DIR / f"light_{name}.onnx")
+    weights = _draw_weights(model.graph, np.random.default_rng(seed))
+    _drop_constant_of_shape(model.graph, weights)
+    _drop_initializers(model.graph, weights)
+    _calibrate(model, weights, seed)
+    model.graph.initializer.extend(numpy_helper.from_array(array, name) for name, array in weights.items())
+    return model
 
 
 def data_input(model: onnx.ModelProto, weights=()) -> onnx.ValueInfoProto:
@@ -72,18 +87,6 @@ def random_feeds(model: onnx.ModelProto, seed: int, weights=()) -> dict[str, np.
     data = data_input(model, weights)
     shape = [dim.dim_value for dim in data.type.tensor_type.shape.dim]
     return {data.name: np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
-
-
-def _light_model(name: str, seed: int) -> onnx.ModelProto:
-    """The weights live as numpy arrays until the end: calibration feeds them to onnxruntime as the graph inputs
-    they already are (IR version 3), and they are copied into the model once (VGG-19's are 550 MB)."""
-    model = onnx.load(LIGHT_DIR / f"light_{name}.onnx")
-    weights = _draw_weights(model.graph, np.random.default_rng(seed))
-    _drop_constant_of_shape(model.graph, weights)
-    _drop_initializers(model.graph, weights)
-    _calibrate(model, weights, seed)
-    model.graph.initializer.extend(numpy_helper.from_array(array, name) for name, array in weights.items())
-    return model
 
 
 def _draw_weights(graph: onnx.GraphProto, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -153,7 +156,7 @@ def _classifier_outputs(graph: onnx.GraphProto) -> set[str]:
             | {output.name for output in graph.output})
 
 
-def _draw(role: tuple, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray | None:
+def _draw(role: tuple, shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     op_type, index, node = role
     attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     if (op_type, index) == ("Conv", 1):
