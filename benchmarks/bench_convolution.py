@@ -95,7 +95,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import glob
-import importlib.util
 import os
 import math
 import statistics
@@ -106,22 +105,12 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _load(name: str):
-    """The kernels live in runtime/kernels_new/ (no package yet): loaded from their file."""
-    spec = importlib.util.spec_from_file_location(f"poolir_kernels_new_{name}", ROOT / "runtime" / "kernels_new" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-convolution = _load("convolution")
-matmul = _load("matmul")
+from poolir.runtime.kernels import convolution, matmul
 
 from poolir.ir.geometry import pool_windows  # noqa: E402
 

@@ -18,7 +18,11 @@ SLOT_DENSE = 2          # every-row reductions of separable's dense reduction
 SLOT_WIDENED = 3        # the input converted to the accumulation dtype (or |x|^p) (pooling)
 SLOT_EQUAL, SLOT_SCORE, SLOT_BEST = 4, 5, 6   # argmax search (argmax)
 SLOT_DOUBLING = (7, 8)  # the growing blocks of separable's dense reduction
-SLOT_RESULT = 9         # a result the caller converts into a fresh array anyway (separable)
+SLOT_RESULT = 9         # a result the caller converts into a fresh array anyway (separable, convolution)
+SLOT_CONV_COLUMNS = 10  # the im2col columns (convolution)
+SLOT_CONV_PRODUCT = 11  # depthwise per-tap products (convolution)
+SLOT_CONV_WIDE = 12     # the depthwise accumulator on the stride-phase grid (convolution)
+SLOT_CONV_PHASES = 13   # the zero-padded input split by stride phase (convolution)
 
 
 class _WorkArrays(threading.local):
@@ -45,5 +49,5 @@ def release_work_arrays() -> None:
     _WORK.buffers.clear()
 
 
-__all__ = ["SLOT_BEST", "SLOT_DENSE", "SLOT_DOUBLING", "SLOT_EQUAL", "SLOT_PASS", "SLOT_RESULT", "SLOT_SCORE",
+__all__ = ["SLOT_BEST", "SLOT_CONV_COLUMNS", "SLOT_CONV_PHASES", "SLOT_CONV_PRODUCT", "SLOT_CONV_WIDE", "SLOT_DENSE", "SLOT_DOUBLING", "SLOT_EQUAL", "SLOT_PASS", "SLOT_RESULT", "SLOT_SCORE",
            "SLOT_WIDENED", "release_work_arrays", "work_array"]

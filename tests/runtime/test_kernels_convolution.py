@@ -1,4 +1,4 @@
-"""runtime/kernels_new/convolution.py: hand-worked cases, a seeded random grid against onnxruntime, and OpenVINO's
+"""runtime/kernels/convolution.py: hand-worked cases, a seeded random grid against onnxruntime, and OpenVINO's
 GroupConvolution layout.
 
 Oracles: onnxruntime (one thread, no graph optimisation) for float32 and float16 Conv; onnxruntime 1.31
@@ -15,9 +15,7 @@ results are float32 sums rounded once, so one unit in the last place of the resu
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -30,16 +28,7 @@ from poolir.ir.geometry import pool_windows
 from tests.peers import onnxruntime_run
 
 
-def _load_kernel(name: str):
-    """The kernels live in runtime/kernels_new/ until the runtime's kernels package lands: load by path."""
-    path = Path(__file__).resolve().parents[2] / "runtime" / "kernels_new" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"poolir_kernels_new_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-convolution = _load_kernel("convolution")
+from poolir.runtime.kernels import convolution
 conv, group_weights = convolution.conv, convolution.group_weights
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)

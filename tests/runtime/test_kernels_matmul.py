@@ -1,4 +1,4 @@
-"""runtime/kernels_new/matmul.py: hand-worked cases and seeded grids of MatMul and Gemm against onnxruntime.
+"""runtime/kernels/matmul.py: hand-worked cases and seeded grids of MatMul and Gemm against onnxruntime.
 
 Oracle: onnxruntime (one thread, no graph optimisation) for float32, float64 and float16 (its float16
 MatMul and Gemm equal float32 products rounded once, measured); it has no bfloat16 MatMul or Gemm, so
@@ -12,10 +12,8 @@ magnitude is computed in float64 from |a|, |b|, |c|. float16 and bfloat16 add on
 
 from __future__ import annotations
 
-import importlib.util
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -26,16 +24,7 @@ from poolir.ir.errors import UsageError
 from tests.peers import onnxruntime_run
 
 
-def _load_kernel(name: str):
-    """The kernels live in runtime/kernels_new/ until the runtime's kernels package lands: load by path."""
-    path = Path(__file__).resolve().parents[2] / "runtime" / "kernels_new" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"poolir_kernels_new_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-kernels = _load_kernel("matmul")
+from poolir.runtime.kernels import matmul as kernels
 matmul, gemm = kernels.matmul, kernels.gemm
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)

@@ -40,16 +40,17 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
 from typing import Sequence
 
-import ml_dtypes
 import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.ir.geometry import AxisWindow, output_length
+from poolir.runtime.kernels.precision import accumulation_dtype, is_float
+from poolir.runtime.kernels.work_arrays import (SLOT_CONV_COLUMNS, SLOT_CONV_PHASES, SLOT_CONV_PRODUCT, SLOT_CONV_WIDE,
+                                                SLOT_RESULT, SLOT_WIDENED, work_array)
 
-__all__ = ["conv", "group_weights", "release_work_arrays"]
+__all__ = ["conv", "group_weights"]
 
 
 def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, windows: Sequence[AxisWindow],
@@ -60,7 +61,7 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, window
     floor rounding); strides, dilations and pads come from it. Returns a fresh array of x's dtype.
     """
     x, w, bias = _checked(x, w, bias, windows, groups)
-    acc = _accumulation_dtype(x.dtype)
+    acc = accumulation_dtype(x.dtype)
     channels_per_group = w.shape[1]
     outputs_per_group = w.shape[0] // groups
     # Each strategy returns the sums in the accumulation dtype, either in a fresh array or in a view of a
@@ -108,7 +109,7 @@ def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], gr
     m = w.shape[0]
     out = tuple(window.output for window in windows)
     taps = math.prod(window.kernel for window in windows)
-    columns = _work_array(_SLOT_COLUMNS, (n, c, taps) + out, acc)
+    columns = work_array(SLOT_CONV_COLUMNS, (n, c, taps) + out, acc)
     for tap, boxes in enumerate(_tap_boxes(windows)):
         target = columns[:, :, tap]
         if boxes is None:                      # this tap reads only padding for every output
@@ -134,8 +135,8 @@ def _depthwise(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], acc:
     n, c = x.shape[:2]
     phases = _PhaseBuffer(x, windows, acc)
     weights = w.astype(acc, copy=False).reshape(c, -1, 1)
-    wide = _work_array(_SLOT_WIDE, (n, c, phases.wide_size), acc)
-    product = _work_array(_SLOT_PRODUCT, wide.shape, acc)
+    wide = work_array(SLOT_CONV_WIDE, (n, c, phases.wide_size), acc)
+    product = work_array(SLOT_CONV_PRODUCT, wide.shape, acc)
     for number, (tap, view) in enumerate(phases.tap_views()):
         if number == 0:
             np.multiply(view, weights[:, tap], out=wide)
@@ -168,7 +169,7 @@ class _PhaseBuffer:
         self.wide_shape = (self.out[0],) + self.extents[1:]
         self.wide_size = math.prod(self.wide_shape)
         self.row_sizes = tuple(math.prod(self.extents[axis + 1:]) for axis in range(len(windows)))
-        self.buffer = _work_array(_SLOT_PHASES, (n, c, math.prod(self.strides)) + rows, acc)
+        self.buffer = work_array(SLOT_CONV_PHASES, (n, c, math.prod(self.strides)) + rows, acc)
         used = itertools.product(*({(j * w.dilation) % w.stride for j in range(w.kernel)} for w in windows))
         for phase in used:
             target = self.buffer[:, :, self._phase_number(phase)]
@@ -257,7 +258,7 @@ def _is_identity(window: AxisWindow) -> bool:
 def _checked(x, w, bias, windows: Sequence[AxisWindow], groups: int):
     x, w, bias = _native(x), _native(w), None if bias is None else _native(bias)
     for name, array in (("input", x), ("weights", w), ("bias", bias)):
-        if array is not None and not _is_float(array.dtype):
+        if array is not None and not is_float(array.dtype):
             raise UsageError(f"convolution {name} of element type {array.dtype} is not supported "
                              "(float16, bfloat16, float32 and float64 are; integer convolution is ConvInteger)")
     rank = len(windows)
@@ -290,14 +291,6 @@ def _native(array) -> np.ndarray:
     return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
-def _is_float(dtype: np.dtype) -> bool:
-    return dtype.kind == "f" or dtype == np.dtype(ml_dtypes.bfloat16)
-
-
-def _accumulation_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
-
-
 def _weight_matrices(w: np.ndarray, groups: int, acc: np.dtype) -> np.ndarray:
     """Weights [M, C/G, *kernel] as [G, M/G, C/G * prod(kernel)]: row-major, matching the columns' order."""
     return w.astype(acc, copy=False).reshape(groups, w.shape[0] // groups, -1)
@@ -305,7 +298,7 @@ def _weight_matrices(w: np.ndarray, groups: int, acc: np.dtype) -> np.ndarray:
 
 def _result_array(shape: tuple[int, ...], acc: np.dtype, fresh: bool) -> np.ndarray:
     """A fresh array when it is the result itself, else a work array that _finished copies out of."""
-    return np.empty(shape, dtype=acc) if fresh else _work_array(_SLOT_RESULT, shape, acc)
+    return np.empty(shape, dtype=acc) if fresh else work_array(SLOT_RESULT, shape, acc)
 
 
 def _finished(y: np.ndarray, fresh: bool, bias: np.ndarray | None, dtype: np.dtype) -> np.ndarray:
@@ -328,36 +321,6 @@ def _widened(x: np.ndarray, acc: np.dtype) -> np.ndarray:
     """x itself when already in the accumulation dtype, else a reused work array holding it widened."""
     if x.dtype == acc:
         return x
-    wide = _work_array(_SLOT_WIDENED, x.shape, acc)
+    wide = work_array(SLOT_WIDENED, x.shape, acc)
     np.copyto(wide, x, casting="unsafe")
     return wide
-
-
-# Work arrays: intermediates that never leave a call (the im2col columns, depthwise products, widened
-# half-precision input) are kept per thread and reused, since a fresh multi-megabyte array pays its page
-# faults on every call. Results are always fresh arrays. release_work_arrays() frees them.
-_SLOT_COLUMNS, _SLOT_PRODUCT, _SLOT_WIDENED, _SLOT_WIDE, _SLOT_PHASES, _SLOT_RESULT = 0, 1, 2, 3, 4, 5
-
-
-class _WorkArrays(threading.local):
-    def __init__(self):
-        self.buffers: dict[int, np.ndarray] = {}
-
-
-_WORK = _WorkArrays()
-
-
-def _work_array(slot: int, shape: tuple[int, ...], dtype) -> np.ndarray:
-    """An uninitialised array of `shape` and `dtype` backed by this thread's buffer for `slot`."""
-    dtype = np.dtype(dtype)
-    nbytes = math.prod(shape) * dtype.itemsize
-    buffer = _WORK.buffers.get(slot)
-    if buffer is None or buffer.nbytes < nbytes:
-        buffer = np.empty(max(nbytes, 64), dtype=np.uint8)
-        _WORK.buffers[slot] = buffer
-    return buffer[:nbytes].view(dtype).reshape(shape)
-
-
-def release_work_arrays() -> None:
-    """Free the calling thread's reusable intermediate arrays (they are re-created on demand)."""
-    _WORK.buffers.clear()

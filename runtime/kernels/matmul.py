@@ -12,10 +12,10 @@ K * eps * sum |a * b| for K-term dot products). Results are always fresh arrays.
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from poolir.ir.errors import UsageError
+from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
 __all__ = ["matmul", "gemm"]
 
@@ -37,7 +37,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     except ValueError:
         raise UsageError(f"MatMul shapes {a.shape} and {b.shape}: batch dimensions {a.shape[:-2]} and "
                          f"{b.shape[:-2]} do not broadcast") from None
-    acc = _accumulation_dtype(a.dtype)
+    acc = accumulation_dtype(a.dtype)
     result = np.matmul(a.astype(acc, copy=False), b.astype(acc, copy=False))
     return _rounded(result, a.dtype)
 
@@ -65,7 +65,7 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
                          f"inner dimensions {k} and {k_b} differ")
     if c is not None and not _broadcasts_to(c.shape, (m, n)):
         raise UsageError(f"Gemm c of shape {c.shape} does not broadcast unidirectionally to [M, N] = [{m}, {n}]")
-    acc = _accumulation_dtype(a.dtype)
+    acc = accumulation_dtype(a.dtype)
     result = np.matmul(a_matrix.astype(acc, copy=False), b_matrix.astype(acc, copy=False))
     alpha, beta = acc.type(alpha), acc.type(beta)
     if alpha != 1:
@@ -86,7 +86,7 @@ def _operands(op: str, **arrays) -> list[np.ndarray]:
         array = np.asarray(array)
         if not array.dtype.isnative:
             array = array.astype(array.dtype.newbyteorder("="))
-        if not (array.dtype.kind == "f" or array.dtype == np.dtype(ml_dtypes.bfloat16)):
+        if not is_float(array.dtype):
             raise UsageError(f"{op} operand {name} of element type {array.dtype} is not supported "
                              "(float16, bfloat16, float32 and float64 are)")
         converted.append(array)
@@ -95,10 +95,6 @@ def _operands(op: str, **arrays) -> list[np.ndarray]:
         listed = ", ".join(f"{name} {array.dtype}" for name, array in zip(arrays, converted))
         raise UsageError(f"{op} operands must share one element type, got {listed}")
     return converted
-
-
-def _accumulation_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
 
 
 def _rounded(result: np.ndarray, dtype: np.dtype) -> np.ndarray:
