@@ -48,7 +48,7 @@ from poolir.ir.errors import UsageError
 from poolir.ir.geometry import AxisWindow, output_length
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 from poolir.runtime.kernels.work_arrays import (SLOT_CONV_COLUMNS, SLOT_CONV_PHASES, SLOT_CONV_PRODUCT, SLOT_CONV_WIDE,
-                                                SLOT_RESULT, SLOT_WIDENED, work_array)
+                                                SLOT_RESULT, widened, work_array)
 
 __all__ = ["conv", "group_weights"]
 
@@ -96,7 +96,7 @@ def _pointwise(x: np.ndarray, w: np.ndarray, groups: int, acc: np.dtype, fresh: 
     n, c = x.shape[:2]
     spatial = x.shape[2:]
     m = w.shape[0]
-    columns = _widened(x, acc).reshape(n, groups, c // groups, math.prod(spatial))
+    columns = widened(x, acc).reshape(n, groups, c // groups, math.prod(spatial))
     y = _result_array((n, groups, m // groups, math.prod(spatial)), acc, fresh)
     np.matmul(_weight_matrices(w, groups, acc), columns, out=y)
     return y.reshape((n, m) + spatial), fresh
@@ -315,12 +315,3 @@ def _finished(y: np.ndarray, fresh: bool, bias: np.ndarray | None, dtype: np.dty
     else:
         np.add(y, shaped_bias, out=result, casting="unsafe")
     return result
-
-
-def _widened(x: np.ndarray, acc: np.dtype) -> np.ndarray:
-    """x itself when already in the accumulation dtype, else a reused work array holding it widened."""
-    if x.dtype == acc:
-        return x
-    wide = work_array(SLOT_WIDENED, x.shape, acc)
-    np.copyto(wide, x, casting="unsafe")
-    return wide

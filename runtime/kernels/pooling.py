@@ -37,7 +37,7 @@ from poolir.runtime.kernels.average_divisor import DIVISORS, average_divisor, di
 from poolir.runtime.kernels.precision import is_float
 from poolir.runtime.kernels.separable import reduce_axis, separable_reduce, sum_pass
 from poolir.runtime.kernels.window_plan import axis_plans
-from poolir.runtime.kernels.work_arrays import SLOT_WIDENED, release_work_arrays, work_array
+from poolir.runtime.kernels.work_arrays import SLOT_WIDENED, release_work_arrays, widened, work_array
 
 __all__ = ["IndexLayout", "max_pool", "avg_pool", "lp_pool", "global_pool", "lowest_value", "DIVISORS",
            "release_work_arrays"]
@@ -88,7 +88,7 @@ def avg_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, divisor: str | Seq
     acc = _accumulator_dtype(x.dtype, "avg_pool")
     plans = axis_plans(windows)
     kinds = divisor_kinds(divisor, len(plans))
-    wide = _widened(x, acc)
+    wide = widened(x, acc)
     total = separable_reduce(wide, plans, sum_pass, fresh_result=acc == x.dtype)
     divisor_nd, zero_axes = average_divisor(tuple(plan.window for plan in plans), kinds, acc)
     np.divide(total, divisor_nd, out=total)
@@ -175,15 +175,6 @@ def _accumulator_dtype(dtype: np.dtype, what: str) -> np.dtype:
         raise UnsupportedError(f"{what} of element type {dtype} is not supported "
                                "(float16, bfloat16, float32 and float64 are)")
     return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
-
-
-def _widened(x: np.ndarray, acc: np.dtype) -> np.ndarray:
-    """x in the accumulation dtype: x itself, or a copy in this thread's work array."""
-    if x.dtype == acc:
-        return x
-    wide = work_array(SLOT_WIDENED, x.shape, acc)
-    np.copyto(wide, x, casting="unsafe")
-    return wide
 
 
 def _check_p(p) -> float:

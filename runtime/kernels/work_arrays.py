@@ -44,10 +44,20 @@ def work_array(slot: int, shape: tuple[int, ...], dtype) -> np.ndarray:
     return buffer[:nbytes].view(dtype).reshape(shape)
 
 
+def widened(x: np.ndarray, acc: np.dtype) -> np.ndarray:
+    """x in the accumulation dtype: x itself, or a copy in this thread's SLOT_WIDENED work array (overwritten by
+    the next call that widens: a kernel's intermediate, never its result)."""
+    if x.dtype == acc:
+        return x
+    wide = work_array(SLOT_WIDENED, x.shape, acc)
+    np.copyto(wide, x, casting="unsafe")
+    return wide
+
+
 def release_work_arrays() -> None:
     """Free the calling thread's reusable intermediate arrays (they are re-created on demand)."""
     _WORK.buffers.clear()
 
 
 __all__ = ["SLOT_BEST", "SLOT_CONV_COLUMNS", "SLOT_CONV_PHASES", "SLOT_CONV_PRODUCT", "SLOT_CONV_WIDE", "SLOT_DENSE", "SLOT_DOUBLING", "SLOT_EQUAL", "SLOT_PASS", "SLOT_RESULT", "SLOT_SCORE",
-           "SLOT_WIDENED", "release_work_arrays", "work_array"]
+           "SLOT_WIDENED", "release_work_arrays", "widened", "work_array"]
