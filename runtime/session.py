@@ -22,6 +22,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 import numpy as np
 
 from poolir.ir.errors import FeedError, UnsupportedError, UsageError
+from poolir.ir.model import Dim, shape_str
 from poolir.runtime.onnx_model import load_onnx
 
 
@@ -34,9 +35,10 @@ class TensorSpec:
     shape: tuple[int | None, ...] | None  # None: the model does not declare the rank
 
     def shape_text(self) -> str:
+        """The shape in the one notation of messages (ir.model.shape_str): [?,3,32,32]."""
         if self.shape is None:
             return "unknown"
-        return "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
+        return shape_str(tuple(Dim.dynamic() if d is None else Dim.static(d) for d in self.shape))
 
 
 @runtime_checkable

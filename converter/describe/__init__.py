@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 from poolir import ir
 from poolir.converter.describe.description import (LayerDescription, ModelDescription, PortDescription,
@@ -25,13 +26,14 @@ __all__ = ["LayerDescription", "ModelDescription", "PortDescription", "TensorDes
            "describe_ir", "describe_onnx"]
 
 
-def describe(path: str | os.PathLike) -> ModelDescription:
-    """Describe an IR .xml or an .onnx file; raises PoolirError for unreadable or invalid files."""
+def describe(path: str | os.PathLike, warn: Callable[[str], None] | None = None) -> ModelDescription:
+    """Describe an IR .xml or an .onnx file; raises PoolirError for unreadable or invalid files. `warn` is
+    told what the ONNX checker found that leaves the meaning unchanged (each naming the value)."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".xml":
         return describe_ir(ir.read_model(path))
     if suffix == ".onnx":
-        return describe_onnx(path)
-    raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .xml or .onnx",
+        return describe_onnx(path, warn)
+    raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .onnx or .xml",
                      file=os.fspath(path))
