@@ -58,6 +58,7 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
                                ir_version=int(ir_version or 11))
         except PoolirError as error:
             raise error.located(file=source) from None
+        _make_folder(destination)
         try:
             ir.write_model(model, destination)
         except PoolirError as error:  # e.g. a name XML cannot hold
@@ -73,8 +74,18 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
             raise error.located(file=source) from None
         # A model poolir wrote must pass the full check; if not, that is poolir's bug (an internal error).
         onnx.checker.check_model(converted, full_check=True)
+        _make_folder(destination)
         write_files_atomically({destination: converted.SerializeToString()})
         written = [destination]
     else:
         raise UsageError(f"cannot convert {source} to {destination}: expected .onnx -> .xml or .xml -> .onnx")
     click.echo(f"wrote {', '.join(str(path) for path in written)}")
+
+
+def _make_folder(destination: Path) -> None:
+    """`-o out/model.xml` creates a missing out/ (as ovc does), once the conversion has succeeded."""
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot create the output folder {destination.parent}: {error.strerror or error}",
+                         file=destination) from None

@@ -55,19 +55,16 @@ def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
 
 
 def _temporary_beside(destination: Path, suffix: str) -> tuple[int, str]:
-    """mkstemp in the destination's folder, created when missing (as `mkdir -p`); a folder that cannot be
-    created is named as the user wrote the output path (mkstemp's own error names the random temporary name).
+    """mkstemp in the destination's folder; a missing folder is named as the user wrote the output path
+    (mkstemp's own error names the random temporary name instead).
 
     mkstemp creates its file with mode 0600 whatever the umask; an output must follow the umask like any
     file a Unix tool creates (0644 under umask 022), so the temporary file gets 0666 & ~umask before it is
     renamed into place."""
     folder = destination.parent or Path(".")
     if not folder.is_dir():
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise UsageError(f"cannot create the output folder {os.fspath(folder)}: {error.strerror or error}",
-                             file=destination) from None
+        raise UsageError(f"cannot write the output: the folder {os.fspath(folder)} does not exist",
+                         file=destination)
     fd, temporary = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=suffix, dir=folder)
     try:
         os.fchmod(fd, 0o666 & ~_umask())
