@@ -18,11 +18,12 @@ import click
 import numpy as np
 
 from poolir import runtime
-from poolir.converter.feeds import complete_feeds, fix_shapes, shape_str_of, load_archive, load_array
+from poolir.converter.feeds import complete_feeds, fix_shapes, load_archive, load_array
 from poolir.converter.input_shapes import input_shape_option
 from poolir.converter.json_errors import json_option
 from poolir.ir.atomic import atomic_path, refuse_overwriting_inputs
 from poolir.ir.errors import UsageError
+from poolir.ir.model import shape_str
 
 
 def _parse_input_option(text: str) -> tuple[str, str]:
@@ -59,7 +60,7 @@ def _text(summary: dict) -> str:
         stats = "(empty)"
     else:
         stats = f"min {show(summary['min'])}  max {show(summary['max'])}  mean {show(summary['mean'])}"
-    return f"{summary['name']}: shape {shape_str_of(summary['shape'])}  dtype {summary['dtype']}  {stats}"
+    return f"{summary['name']}: shape {shape_str(summary['shape'])}  dtype {summary['dtype']}  {stats}"
 
 
 @click.command("run")

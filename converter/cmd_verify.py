@@ -12,11 +12,11 @@ from pathlib import Path
 import click
 
 from poolir.converter.exit_codes import EXIT_BAD_INPUT, EXIT_MISMATCH
-from poolir.converter.feeds import shape_str_of
 from poolir.converter.input_shapes import input_shape_option
 from poolir.converter.json_errors import json_option
 from poolir.converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
+from poolir.ir.model import shape_str
 
 STATUS_WORDS = {"reference": "reference", "ok": "ok", "mismatch": "MISMATCH", "refused": "REFUSED",
                 "expected-refused": "refused (expected)", "error": "ERROR"}
@@ -31,7 +31,7 @@ def _number(value: float | None) -> str:
 
 
 def _shape(shape) -> str:
-    return "-" if shape is None else shape_str_of(shape)
+    return "-" if shape is None else shape_str(shape)
 
 
 def _value(value) -> str:

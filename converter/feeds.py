@@ -17,6 +17,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from poolir.ir.errors import FeedError, PoolirError, UsageError
+from poolir.ir.model import shape_str
 from poolir.runtime import TensorSpec
 
 # How `poolir run` lets a user give an input; `poolir verify` takes files of arrays only (--inputs).
@@ -44,13 +45,13 @@ def fix_shapes(inputs: Sequence[TensorSpec], shapes: Mapping[str, Sequence[int]]
             dims = tuple(shapes[spec.name])
             if shape is not None:
                 if len(dims) != len(shape):
-                    raise UsageError(f"--input-shape {spec.name}{shape_str_of(dims)}: rank {len(dims)}, but the "
-                                     f"model declares rank {len(shape)} ({_shape_text(shape)})",
+                    raise UsageError(f"--input-shape {spec.name}{shape_str(dims)}: rank {len(dims)}, but the "
+                                     f"model declares rank {len(shape)} ({shape_str(shape)})",
                                      file=source, where=f"input '{spec.name}'")
                 for axis, (want, declared_dim) in enumerate(zip(dims, shape)):
                     if declared_dim is not None and want >= 0 and want != declared_dim:
-                        raise UsageError(f"--input-shape {spec.name}{shape_str_of(dims)}: dim {axis} is {want}, "
-                                         f"but the model declares {_shape_text(shape)}", file=source,
+                        raise UsageError(f"--input-shape {spec.name}{shape_str(dims)}: dim {axis} is {want}, "
+                                         f"but the model declares {shape_str(shape)}", file=source,
                                          where=f"input '{spec.name}'")
             shape = tuple(None if d < 0 else d for d in dims)
         elif (spec.name not in given and shape and shape[0] is None
@@ -63,13 +64,7 @@ def fix_shapes(inputs: Sequence[TensorSpec], shapes: Mapping[str, Sequence[int]]
     return fixed
 
 
-def _shape_text(shape) -> str:
-    return TensorSpec("", np.dtype(np.float32), shape).shape_text()
 
-
-def shape_str_of(dims: Sequence[int]) -> str:
-    """Dims as --input-shape gives them (-1 dynamic) in the one notation: [1,3,?,?]."""
-    return _shape_text(tuple(None if d < 0 else d for d in dims))
 
 
 def complete_feeds(inputs: Sequence[TensorSpec], given: Mapping[str, np.ndarray] | None, seed: int, source: str,

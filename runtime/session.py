@@ -22,7 +22,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 import numpy as np
 
 from poolir.ir.errors import FeedError, UnsupportedError, UsageError
-from poolir.ir.model import Dim, shape_str
+from poolir.ir.model import shape_str
 from poolir.runtime.onnx_model import load_onnx
 
 
@@ -38,7 +38,7 @@ class TensorSpec:
         """The shape in the one notation of messages (ir.model.shape_str): [?,3,32,32]."""
         if self.shape is None:
             return "unknown"
-        return shape_str(tuple(Dim.dynamic() if d is None else Dim.static(d) for d in self.shape))
+        return shape_str(self.shape)
 
 
 @runtime_checkable
@@ -143,12 +143,12 @@ class Session:
             if spec.shape is None:
                 continue
             if array.ndim != len(spec.shape):
-                raise FeedError(f"rank {array.ndim} (shape {list(array.shape)}) does not match the declared "
+                raise FeedError(f"rank {array.ndim} (shape {shape_str(array.shape)}) does not match the declared "
                                 f"rank {len(spec.shape)} (shape {spec.shape_text()})", file=self.source,
                                 where=where)
             for axis, (actual, declared) in enumerate(zip(array.shape, spec.shape)):
                 if declared is not None and actual != declared:
-                    raise FeedError(f"dim {axis} is {actual} (shape {list(array.shape)}) but the model declares "
+                    raise FeedError(f"dim {axis} is {actual} (shape {shape_str(array.shape)}) but the model declares "
                                     f"{declared} (shape {spec.shape_text()})", file=self.source, where=where)
 
 

@@ -67,7 +67,7 @@ def test_compare_reports_first_differing_index_and_both_values():
 def test_compare_shape_difference_is_a_mismatch_not_a_crash():
     row = compare("y", "p", np.zeros((1, 1, 2, 2), np.float32), np.zeros((1, 1, 1, 1), np.float32), EXACT)
     assert row.status == "mismatch"
-    assert "shape [1, 1, 2, 2], expected [1, 1, 1, 1]" in row.detail
+    assert "shape [1,1,2,2], expected [1,1,1,1]" in row.detail
 
 
 def test_compare_dtype_difference_is_a_mismatch_even_with_equal_values():
