@@ -18,6 +18,7 @@ from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
 from poolir.converter.input_shapes import input_shape_option
 from poolir.ir.errors import PoolirError, UsageError
 from poolir.runtime.onnx_model import load_onnx
+from poolir.runtime.session import model_kind
 
 
 @click.command("convert")
@@ -36,10 +37,7 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
     The output defaults to SOURCE's stem in the current folder: model.onnx -> model.xml (+ model.bin),
     model.xml -> model.onnx."""
     if destination is None:
-        other = {".onnx": ".xml", ".xml": ".onnx"}.get(source.suffix.lower())
-        if other is None:
-            raise UsageError(f"cannot convert {source}: expected .onnx or .xml")
-        destination = Path(source.stem + other)
+        destination = Path(source.stem + {"onnx": ".xml", "ir": ".onnx"}[model_kind(source)])
     kinds = (source.suffix.lower(), destination.suffix.lower())
     # No output (OUT, and the OUT.bin beside an OUT.xml) may replace an input (SRC, and the SRC.bin beside an SRC.xml).
     def with_weights(path: Path) -> list[Path]:

@@ -51,22 +51,30 @@ class Program(Protocol):
     def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
 
+MODEL_SUFFIXES = {".onnx": "onnx", ".xml": "ir"}
+
+
+def model_kind(path: str | os.PathLike) -> str:
+    """"onnx" or "ir" from a model file's suffix; the one refusal of any other suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in MODEL_SUFFIXES:
+        raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .onnx or .xml",
+                         file=path)
+    return MODEL_SUFFIXES[suffix]
+
+
 def load_program(model: Any) -> tuple[Program, str | None]:
     """Build the executor for `model` (ir.Model, onnx.ModelProto or a path); returns it and the file name."""
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
-        suffix = path.suffix.lower()
-        if suffix == ".onnx":
+        if model_kind(path) == "onnx":
             return _onnx_program(load_onnx(path), str(path)), str(path)
-        if suffix == ".xml":
-            from poolir import ir
-            read_model = getattr(ir, "read_model", None)
-            if read_model is None:
-                raise UnsupportedError("reading IR .xml files is not available in this build (ir.read_model "
-                                       "is missing)", file=path)
-            return _ir_program(read_model(path)), str(path)
-        raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .onnx or .xml",
-                         file=path)
+        from poolir import ir
+        read_model = getattr(ir, "read_model", None)
+        if read_model is None:
+            raise UnsupportedError("reading IR .xml files is not available in this build (ir.read_model "
+                                   "is missing)", file=path)
+        return _ir_program(read_model(path)), str(path)
     import onnx
 
     if isinstance(model, onnx.ModelProto):
@@ -157,4 +165,4 @@ def run(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return Session(model).run(feeds)
 
 
-__all__ = ["Program", "Session", "TensorSpec", "load_program", "run"]
+__all__ = ["MODEL_SUFFIXES", "Program", "Session", "TensorSpec", "load_program", "model_kind", "run"]
