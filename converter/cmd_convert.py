@@ -39,6 +39,7 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
     if destination is None:
         destination = Path(source.stem + {"onnx": ".xml", "ir": ".onnx"}[model_kind(source)])
     kinds = (source.suffix.lower(), destination.suffix.lower())
+    findings: list[str] = []  # the checker's warnings, shown once the conversion succeeded (an error is one line)
     # No output (OUT, and the OUT.bin beside an OUT.xml) may replace an input (SRC, and the SRC.bin beside an SRC.xml).
     def with_weights(path: Path) -> list[Path]:
         return [path, path.with_suffix(".bin")] if path.suffix.lower() == ".xml" else [path]
@@ -48,11 +49,8 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
     if kinds == (".onnx", ".xml"):
         if opset is not None:
             raise UsageError("--opset applies to IR -> ONNX; for ONNX -> IR use --ir-version")
-        def warn(finding: str) -> None:
-            click.echo(f"poolir: warning: {source}: {finding}", err=True)
-
         try:
-            model = onnx_to_ir(load_onnx(source, check=True, warn=warn), input_shapes=input_shapes,
+            model = onnx_to_ir(load_onnx(source, check=True, warn=findings.append), input_shapes=input_shapes,
                                ir_version=int(ir_version or 11))
         except PoolirError as error:
             raise error.located(file=source) from None
@@ -77,6 +75,8 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
         written = [destination]
     else:
         raise UsageError(f"cannot convert {source} to {destination}: expected .onnx -> .xml or .xml -> .onnx")
+    for finding in findings:
+        click.echo(f"poolir: warning: {source}: {finding}", err=True)
     click.echo(f"wrote {', '.join(str(path) for path in written)}")
 
 

@@ -17,8 +17,13 @@ from poolir.ir.errors import InvalidModelError
 def command(model: str, as_json: bool, strict: bool) -> None:
     """Show MODEL (.xml or .onnx): inputs, outputs, each layer's type, version, attributes and
     declared vs inferred output dims, and warnings."""
-    description = describe(model, warn=lambda finding: click.echo(f"poolir: warning: {model}: {finding}", err=True))
-    click.echo(description.to_json() if as_json else description.render())
-    if strict and description.warnings:
+    findings: list[str] = []  # the checker's warnings, shown once the model is described (an error is one line)
+    description = describe(model, warn=findings.append)
+    refused = strict and description.warnings
+    if not (refused and as_json):  # with --json, stdout holds one document: the error's
+        click.echo(description.to_json() if as_json else description.render())
+    if refused:
         raise InvalidModelError(f"{len(description.warnings)} warning(s) with --strict: {description.warnings[0]}",
                                 file=model)
+    for finding in findings:
+        click.echo(f"poolir: warning: {model}: {finding}", err=True)
