@@ -58,13 +58,10 @@ def fix_shapes(inputs: Sequence[TensorSpec], shapes: Mapping[str, Sequence[int]]
               and all(d is not None for d in shape[1:])):
             shape = (1, *shape[1:])
             if note is not None:
-                note(f"{source}: input '{spec.name}': dynamic batch set to 1 (give --input-shape to choose)"
-                     if source else f"input '{spec.name}': dynamic batch set to 1 (give --input-shape to choose)")
+                message = f"input '{spec.name}': dynamic batch set to 1 (give --input-shape to choose)"
+                note(f"{source}: {message}" if source else message)
         fixed.append(dataclasses.replace(spec, shape=shape))
     return fixed
-
-
-
 
 
 def complete_feeds(inputs: Sequence[TensorSpec], given: Mapping[str, np.ndarray] | None, seed: int, source: str,
