@@ -69,11 +69,11 @@ class InputShape(click.ParamType):
 
 def input_shape_option(*, allow_dynamic: bool):
     """The --input-shape option, the same on every command (a dynamic dim only where the command can keep it)."""
-    dynamic = " -1 or ? leaves a dim dynamic." if allow_dynamic else ""
+    rule = (" -1 or ? leaves a dim dynamic." if allow_dynamic else
+            " Random inputs are drawn in it; without it a dynamic batch alone defaults to 1.")
     return click.option(
         "--input-shape", "input_shapes", multiple=True, type=InputShape(allow_dynamic), metavar="SHAPE",
-        callback=_no_repeats,
-        help=f"Fix an input's shape: {SPELLINGS}.{dynamic} Repeatable. A dynamic batch alone defaults to 1.")
+        callback=_no_repeats, help=f"Fix an input's shape: {SPELLINGS}.{rule} Repeatable.")
 
 
 def _no_repeats(ctx, param, values) -> dict[str, tuple[int, ...]]:
