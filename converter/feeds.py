@@ -156,7 +156,7 @@ def _random_values(spec: TensorSpec, seed: int, position: int, hint: str) -> np.
     shape = tuple(spec.shape)
     dtype = np.dtype(spec.dtype)
     if dtype == np.bool_:
-        return generator.integers(0, 2, size=shape).astype(np.bool_)
+        return generator.integers(0, 2, size=shape, dtype=np.bool_)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         return generator.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
