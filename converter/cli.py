@@ -15,6 +15,7 @@ import click
 
 from poolir.converter import cmd_convert, cmd_inspect, cmd_run, cmd_verify
 from poolir.converter.exit_codes import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_MISMATCH
+from poolir.converter.json_errors import error_document, wants_json
 from poolir.ir.errors import PoolirError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_MISMATCH", "fail", "main"]
@@ -34,12 +35,12 @@ class PoolirGroup(click.Group):
         try:
             return super().invoke(ctx)
         except PoolirError as error:
-            fail(str(error))
+            fail(str(error), file=error.file, where=error.where, kind=type(error).__name__)
         except OSError as error:
             where = f"{error.filename}: " if error.filename else ""
-            fail(f"{where}{error.strerror or error}")
+            fail(f"{where}{error.strerror or error}", file=error.filename and str(error.filename), kind="OSError")
         except MemoryError as error:  # where a command did not say which file needed it
-            fail(f"not enough memory ({error})")
+            fail(f"not enough memory ({error})", kind="MemoryError")
         except click.UsageError as error:
             # A bad argument of a command (a directory as MODEL, an unknown --peer): one line like every
             # other user error, instead of click's multi-line usage block.
@@ -49,14 +50,20 @@ class PoolirGroup(click.Group):
         except Exception as error:  # a bug in poolir, not the user's fault
             if os.environ.get("POOLIR_DEBUG"):
                 raise
-            click.echo(f"poolir: internal error: {type(error).__name__}: {error} "
-                       "(set POOLIR_DEBUG=1 for a traceback, and please report it)", err=True)
+            message = (f"internal error: {type(error).__name__}: {error} "
+                       "(set POOLIR_DEBUG=1 for a traceback, and please report it)")
+            click.echo(f"poolir: {message}", err=True)
+            if wants_json(ctx):
+                click.echo(error_document(message, EXIT_INTERNAL, kind="internal"))
             sys.exit(EXIT_INTERNAL)
 
 
-def fail(message: str) -> None:
-    """Print one error line and exit 2 (commands raise a PoolirError; the group turns it into this)."""
+def fail(message: str, *, file: str | None = None, where: str | None = None, kind: str = "UsageError") -> None:
+    """Print one error line and exit 2 (commands raise a PoolirError; the group turns it into this).
+    With --json, stdout also gets the error as a JSON document (converter/json_errors.py)."""
     click.echo(f"poolir: error: {message}", err=True)
+    if wants_json(click.get_current_context(silent=True)):
+        click.echo(error_document(message, EXIT_BAD_INPUT, file=file, where=where, kind=kind))
     sys.exit(EXIT_BAD_INPUT)
 
 

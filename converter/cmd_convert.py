@@ -1,4 +1,8 @@
-"""`poolir convert SRC -o DST`: ONNX -> IR (.xml + .bin) or IR -> ONNX, keeping the meaning or refusing."""
+"""`poolir convert SRC [-o DST]`: ONNX -> IR (.xml + .bin) or IR -> ONNX, keeping the meaning or refusing.
+
+DST defaults to SRC's stem in the current folder, as ovc does (model.onnx -> ./model.xml + ./model.bin,
+model.xml -> ./model.onnx); a missing output folder is created.
+"""
 
 from __future__ import annotations
 
@@ -11,40 +15,31 @@ from poolir import ir
 from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPSET, ir_to_onnx
 from poolir.converter.onnx_to_ir import onnx_to_ir
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
+from poolir.converter.input_shapes import input_shape_option
 from poolir.ir.errors import PoolirError, UsageError
 from poolir.runtime.onnx_model import load_onnx
-
-
-def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
-    """NAME=1,3,224,224 -> ("NAME", (1, 3, 224, 224)); -1 or ? for a dynamic dim. Raises UsageError."""
-    name, separator, dims_text = text.rpartition("=")
-    if not separator or not name:
-        raise UsageError(f"--input-shape {text!r}: expected NAME=D1,D2,... (e.g. x=1,3,224,224)")
-    dims = []
-    for item in dims_text.split(","):
-        item = item.strip()
-        if item in ("?", "-1"):
-            dims.append(-1)
-        elif item.isdigit() and int(item) >= 1:
-            dims.append(int(item))
-        else:
-            raise UsageError(f"--input-shape {text!r}: dim {item!r} is not a positive integer, -1 or ?")
-    return name, tuple(dims)
+from poolir.runtime.session import model_kind
 
 
 @click.command("convert")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", "destination", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="OUT.xml (from .onnx; OUT.bin is written beside it when needed) or OUT.onnx (from .xml).")
+@click.option("-o", "--output", "destination", type=click.Path(dir_okay=False, path_type=Path),
+              help="OUT.xml (from .onnx; OUT.bin is written beside it when needed) or OUT.onnx (from .xml). "
+                   "Default: SOURCE's stem in the current folder. A missing folder is created.")
 @click.option("--opset", type=int, default=None,
               help=f"ONNX opset to write ({OLDEST_WRITTEN_OPSET}..{NEWEST_WRITTEN_OPSET}, default {NEWEST_WRITTEN_OPSET}).")
 @click.option("--ir-version", type=click.Choice(["10", "11"]), default=None, help="IR version to write (default 11).")
-@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D1,D2,...",
-              help="Fix an ONNX input's shape before converting (-1 or ? keeps a dim dynamic). Repeatable.")
-def command(source: Path, destination: Path, opset: int | None, ir_version: str | None,
-            input_shapes: tuple[str, ...]) -> None:
-    """Convert SOURCE (.onnx or .xml) to the other format, exactly, or refuse with the reason."""
+@input_shape_option(allow_dynamic=True)
+def command(source: Path, destination: Path | None, opset: int | None, ir_version: str | None,
+            input_shapes: dict[str, tuple[int, ...]]) -> None:
+    """Convert SOURCE (.onnx or .xml) to the other format, exactly, or refuse with the reason.
+
+    The output defaults to SOURCE's stem in the current folder: model.onnx -> model.xml (+ model.bin),
+    model.xml -> model.onnx."""
+    if destination is None:
+        destination = Path(source.stem + {"onnx": ".xml", "ir": ".onnx"}[model_kind(source)])
     kinds = (source.suffix.lower(), destination.suffix.lower())
+    findings: list[str] = []  # the checker's warnings, shown once the conversion succeeded (an error is one line)
     # No output (OUT, and the OUT.bin beside an OUT.xml) may replace an input (SRC, and the SRC.bin beside an SRC.xml).
     def with_weights(path: Path) -> list[Path]:
         return [path, path.with_suffix(".bin")] if path.suffix.lower() == ".xml" else [path]
@@ -54,11 +49,12 @@ def command(source: Path, destination: Path, opset: int | None, ir_version: str 
     if kinds == (".onnx", ".xml"):
         if opset is not None:
             raise UsageError("--opset applies to IR -> ONNX; for ONNX -> IR use --ir-version")
-        shapes = dict(parse_input_shape(text) for text in input_shapes)
         try:
-            model = onnx_to_ir(load_onnx(source, check=True), input_shapes=shapes, ir_version=int(ir_version or 11))
+            model = onnx_to_ir(load_onnx(source, check=True, warn=findings.append), input_shapes=input_shapes,
+                               ir_version=int(ir_version or 11))
         except PoolirError as error:
             raise error.located(file=source) from None
+        _make_folder(destination)
         try:
             ir.write_model(model, destination)
         except PoolirError as error:  # e.g. a name XML cannot hold
@@ -74,9 +70,20 @@ def command(source: Path, destination: Path, opset: int | None, ir_version: str 
             raise error.located(file=source) from None
         # A model poolir wrote must pass the full check; if not, that is poolir's bug (an internal error).
         onnx.checker.check_model(converted, full_check=True)
+        _make_folder(destination)
         write_files_atomically({destination: converted.SerializeToString()})
         written = [destination]
     else:
-        raise UsageError(f"cannot convert {source.name} to {destination.name}: expected .onnx -> .xml or "
-                         ".xml -> .onnx")
+        raise UsageError(f"cannot convert {source} to {destination}: expected .onnx -> .xml or .xml -> .onnx")
+    for finding in findings:
+        click.echo(f"poolir: warning: {source}: {finding}", err=True)
     click.echo(f"wrote {', '.join(str(path) for path in written)}")
+
+
+def _make_folder(destination: Path) -> None:
+    """`-o out/model.xml` creates a missing out/ (as ovc does), once the conversion has succeeded."""
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot create the output folder {destination.parent}: {error.strerror or error}",
+                         file=destination) from None

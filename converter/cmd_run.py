@@ -4,7 +4,8 @@ A thin layer over `runtime.Session`. Inputs come from `--input NAME=FILE.npy` an
 (an --input wins over the same name in the .npz); every other input is drawn at random from `--seed`:
 floats uniformly in [-1, 1), integers across the whole range of their type, booleans fair. Each input's
 random stream depends only on the seed and the input's position, so giving one input from a file does
-not change the random values of the others. Dynamic dims cannot be guessed: such inputs must be given.
+not change the random values of the others. `--input-shape` fixes dynamic dims; a dynamic batch alone
+defaults to 1 (and says so on stderr); any other dynamic dim needs a shape or a file.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ import click
 import numpy as np
 
 from poolir import runtime
-from poolir.converter.feeds import complete_feeds, load_archive, load_array
+from poolir.converter.feeds import complete_feeds, fix_shapes, load_archive, load_array
+from poolir.converter.input_shapes import input_shape_option
+from poolir.converter.json_errors import json_option
 from poolir.ir.atomic import atomic_path, refuse_overwriting_inputs
 from poolir.ir.errors import UsageError
+from poolir.ir.model import shape_str
 
 
 def _parse_input_option(text: str) -> tuple[str, str]:
@@ -27,6 +31,10 @@ def _parse_input_option(text: str) -> tuple[str, str]:
     if not sep or not name or not path:
         raise UsageError(f"--input {text!r}: expected NAME=FILE.npy")
     return name, path
+
+
+def _note(message: str) -> None:
+    click.echo(message, err=True)
 
 
 def _number(value) -> float | None:
@@ -52,7 +60,7 @@ def _text(summary: dict) -> str:
         stats = "(empty)"
     else:
         stats = f"min {show(summary['min'])}  max {show(summary['max'])}  mean {show(summary['mean'])}"
-    return f"{summary['name']}: shape {summary['shape']}  dtype {summary['dtype']}  {stats}"
+    return f"{summary['name']}: shape {shape_str(summary['shape'])}  dtype {summary['dtype']}  {stats}"
 
 
 @click.command("run")
@@ -61,15 +69,17 @@ def _text(summary: dict) -> str:
               help="Feed input NAME from a .npy file (repeatable).")
 @click.option("--inputs", "inputs_archive", type=click.Path(dir_okay=False), metavar="FILE.npz",
               help="Feed inputs from the named arrays of an .npz archive.")
+@input_shape_option(allow_dynamic=False)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs that are not given.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="OUT.npz",
               help="Save every output to an .npz archive (written atomically).")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def command(model, input_options, inputs_archive, seed, output, as_json) -> None:
+@json_option("Print the summary (or the error) as JSON.")
+def command(model, input_options, inputs_archive, input_shapes, seed, output, as_json) -> None:
     """Run MODEL (.onnx or .xml) with the reference runtime and print a summary of each output.
 
-    Inputs not given are drawn from --seed: floats uniformly in [-1, 1), integers over their type's
-    whole range. Inputs with dynamic dims must be given.
+    Inputs not given are drawn from --seed in the shape --input-shape gives: floats uniformly in [-1, 1),
+    integers over their type's whole range. A dynamic batch alone defaults to 1; other dynamic dims need
+    --input-shape or an input file.
     """
     if output:
         refuse_overwriting_inputs(output, [model, Path(model).with_suffix(".bin"), inputs_archive,
@@ -81,7 +91,8 @@ def command(model, input_options, inputs_archive, seed, output, as_json) -> None
     for option in input_options:
         name, path = _parse_input_option(option)
         given[name] = load_array(path, f"input '{name}'")
-    outputs = session.run(complete_feeds(session.inputs, given, seed, model))
+    specs = fix_shapes(session.inputs, input_shapes, model, given=list(given), note=_note)
+    outputs = session.run(complete_feeds(specs, given, seed, model))
     if output:
         with atomic_path(output) as temporary, open(temporary, "wb") as handle:
             np.savez(handle, **outputs)

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import click
 
-from poolir.converter.exit_codes import EXIT_MISMATCH
+from poolir.converter.exit_codes import EXIT_BAD_INPUT, EXIT_MISMATCH
+from poolir.converter.input_shapes import input_shape_option
+from poolir.converter.json_errors import json_option
 from poolir.converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
+from poolir.ir.model import shape_str
 
 STATUS_WORDS = {"reference": "reference", "ok": "ok", "mismatch": "MISMATCH", "refused": "REFUSED",
                 "expected-refused": "refused (expected)", "error": "ERROR"}
@@ -28,7 +31,7 @@ def _number(value: float | None) -> str:
 
 
 def _shape(shape) -> str:
-    return "-" if shape is None else "[" + ",".join(map(str, shape)) + "]"
+    return "-" if shape is None else shape_str(shape)
 
 
 def _value(value) -> str:
@@ -37,6 +40,8 @@ def _value(value) -> str:
 
 def format_model(model: ModelReport) -> list[str]:
     """One model as a table: a header, one line per output and path, then the details of every failure."""
+    if model.error is not None:
+        return [f"{model.source}  [ERROR]", f"  error: {model.error['message']}"]
     source = model.expected_source or {}
     origin = ", ".join(str(v) for k, v in source.items() if k in ("kind", "document", "section", "test", "engine"))
     reference = model.reference + (f" ({origin})" if origin else "")
@@ -71,10 +76,13 @@ def format_summary(report: Report) -> str:
     counts = report.counts()
     failed = sum(not m.passed for m in report.models)
     rows = ", ".join(f"{n} {STATUS_WORDS.get(s, s)}" for s, n in sorted(counts.items()))
-    verdict = "all match" if report.passed else f"{failed} model(s) failed"
-    summary = f"{len(report.models)} model(s), {sum(counts.values())} row(s): {rows} -- {verdict}"
-    failures = [m.source for m in report.models if not m.passed]
-    return summary + "".join(f"\nfailed: {source}" for source in failures)
+    invalid = len(report.invalid)
+    verdict = "all match" if report.passed else f"{failed} model(s) failed" + (
+        f" ({invalid} could not be verified)" if invalid else "")
+    summary = f"{len(report.models)} model(s), {sum(counts.values())} row(s): {rows or 'none'} -- {verdict}"
+    lines = [f"\nerror: {m.error['message']}" if m.error is not None else f"\nfailed: {m.source}"
+             for m in report.models if not m.passed]
+    return summary + "".join(lines)
 
 
 class _Progress:
@@ -114,21 +122,25 @@ def _input_files(paths, inputs) -> list[Path]:
               "(default per dtype: f64 1e-12, f32 1e-6, f16 1e-3, bf16 1e-2). Integers are always exact.")
 @click.option("--inputs", "inputs", type=click.Path(dir_okay=False), metavar="FILE.npz",
               help="Feeds for the model files given (example folders use their own inputs.npz).")
+@input_shape_option(allow_dynamic=False)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for inputs that are not given.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON instead of tables.")
+@json_option("Print the report (or the error) as JSON instead of tables.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also write the JSON report to FILE (atomically).")
-def command(paths, peers, rtol, atol, inputs, seed, as_json, report_file) -> None:
+def command(paths, peers, rtol, atol, inputs, input_shapes, seed, as_json, report_file) -> None:
     """Check that a model gives the same outputs on every path: as given, converted, converted back, and
     on the real engines (--peer). PATHS are .onnx or .xml models or folders of examples (default:
-    examples/); an example's expected.npz is the reference there.
+    examples/); an example's expected.npz is the reference there. Random inputs have one fixed shape on
+    every path (--input-shape; a dynamic batch alone defaults to 1).
 
-    Exit status: 0 when everything matches, 1 on any mismatch or unexpected refusal, 2 on bad input.
+    Every path is reported, a model that cannot be verified as an error. Exit status: the worst outcome:
+    2 when any model is invalid (or on bad usage), else 1 on any mismatch or unexpected refusal, else 0.
     """
     if report_file:
         refuse_overwriting_inputs(report_file, _input_files(paths, inputs))
     report = verify_paths(paths, peers=peers, rtol=rtol, atol=atol, seed=seed, inputs=inputs,
-                          progress=_Progress())
+                          input_shapes=input_shapes, progress=_Progress(),
+                          note=lambda message: click.echo(message, err=True))
     document = json.dumps(report.to_dict(), indent=2) + "\n"
     if report_file:
         write_files_atomically({report_file: document.encode()})
@@ -138,5 +150,9 @@ def command(paths, peers, rtol, atol, inputs, seed, as_json, report_file) -> Non
         for model in report.models:
             click.echo("\n".join(format_model(model)) + "\n")
         click.echo(format_summary(report))
+    for model in report.invalid:  # one line on stderr per invalid model, like every other bad input
+        click.echo(f"poolir: error: {model.error['message']}", err=True)
+    if report.invalid:
+        sys.exit(EXIT_BAD_INPUT)
     if not report.passed:
         sys.exit(EXIT_MISMATCH)

@@ -1,22 +1,67 @@
 """Model inputs from files or from a seed: what `poolir run` and `poolir verify` feed a model.
 
-Random inputs: floats uniformly in [-1, 1), integers across the whole range of their type, booleans
-fair. Each input's random stream depends only on the seed and the input's position, so giving one
-input from a file does not change the random values of the others. Dynamic dims cannot be guessed:
-such inputs must be given.
+Random inputs: floats uniformly in [-1, 1), drawn in their own element type (float32 as float32: no
+float64 array on the way; 16-bit floats through float32), integers across the whole range of their type,
+booleans fair. Each input's random stream depends only on the seed and the input's position, so giving one
+input from a file does not change the random values of the others.
+
+Dynamic dims cannot be guessed (fix_shapes): `--input-shape` fixes them; a dynamic batch alone (dim 0
+dynamic, every other dim static) defaults to 1, and says so; any other dynamic dim must be given.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import dataclasses
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from poolir.ir.errors import FeedError, PoolirError, UsageError
+from poolir.ir.model import shape_str
 from poolir.runtime import TensorSpec
 
 # How `poolir run` lets a user give an input; `poolir verify` takes files of arrays only (--inputs).
-RUN_INPUT_HINT = "--input {name}=FILE.npy or --inputs FILE.npz"
+RUN_INPUT_HINT = "--input-shape {name}=... or --input {name}=FILE.npy or --inputs FILE.npz"
+VERIFY_INPUT_HINT = "--input-shape {name}=... or --inputs FILE.npz"
+
+
+def fix_shapes(inputs: Sequence[TensorSpec], shapes: Mapping[str, Sequence[int]] | None, source: str | None,
+               given: Sequence[str] = (), note: Callable[[str], None] | None = None) -> list[TensorSpec]:
+    """The inputs with the shapes a run will draw them in: each --input-shape applied (it must name a
+    declared input, with the declared rank, agreeing with every static dim), and a dynamic batch alone
+    (dim 0 dynamic, every other dim static) set to 1, told to `note` in one line. Inputs in `given`
+    come from files: their arrays decide their shapes.
+    """
+    shapes = dict(shapes or {})
+    declared = [spec.name for spec in inputs]
+    unknown = [name for name in shapes if name not in declared]
+    if unknown:
+        raise UsageError(f"--input-shape names unknown input {', '.join(repr(n) for n in unknown)} (the model's "
+                         f"inputs are: {', '.join(repr(n) for n in declared) or 'none'})", file=source)
+    fixed = []
+    for spec in inputs:
+        shape = spec.shape
+        if spec.name in shapes:
+            dims = tuple(shapes[spec.name])
+            if shape is not None:
+                if len(dims) != len(shape):
+                    raise UsageError(f"--input-shape {spec.name}{shape_str(dims)}: rank {len(dims)}, but the "
+                                     f"model declares rank {len(shape)} ({shape_str(shape)})",
+                                     file=source, where=f"input '{spec.name}'")
+                for axis, (want, declared_dim) in enumerate(zip(dims, shape)):
+                    if declared_dim is not None and want >= 0 and want != declared_dim:
+                        raise UsageError(f"--input-shape {spec.name}{shape_str(dims)}: dim {axis} is {want}, "
+                                         f"but the model declares {shape_str(shape)}", file=source,
+                                         where=f"input '{spec.name}'")
+            shape = tuple(None if d < 0 else d for d in dims)
+        elif (spec.name not in given and shape and shape[0] is None
+              and all(d is not None for d in shape[1:])):
+            shape = (1, *shape[1:])
+            if note is not None:
+                message = f"input '{spec.name}': dynamic batch set to 1 (give --input-shape to choose)"
+                note(f"{source}: {message}" if source else message)
+        fixed.append(dataclasses.replace(spec, shape=shape))
+    return fixed
 
 
 def complete_feeds(inputs: Sequence[TensorSpec], given: Mapping[str, np.ndarray] | None, seed: int, source: str,
@@ -91,22 +136,39 @@ def random_input(spec: TensorSpec, seed: int, position: int, source: str | None 
         raise error.located(file=source) from None
     except MemoryError as error:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
         raise UsageError(f"not enough memory for a random input '{spec.name}' of shape {spec.shape_text()} "
-                         f"({error})", file=source) from None
+                         f"({_size(spec)} of {np.dtype(spec.dtype).name})", file=source) from None
+
+
+def _size(spec: TensorSpec) -> str:
+    """The bytes an input of a static shape needs in its own element type, e.g. '6.4 GB'."""
+    nbytes = int(np.prod([int(d) for d in spec.shape], dtype=object)) * np.dtype(spec.dtype).itemsize
+    for unit in ("bytes", "kB", "MB", "GB", "TB", "PB", "EB"):
+        if nbytes < 1000 or unit == "EB":
+            return f"{nbytes:.3g} {unit}" if unit != "bytes" else f"{nbytes} bytes"
+        nbytes /= 1000
 
 
 def _random_values(spec: TensorSpec, seed: int, position: int, hint: str) -> np.ndarray:
     if spec.shape is None or any(d is None for d in spec.shape):
         raise UsageError(f"input '{spec.name}' has dynamic dims (shape {spec.shape_text()}), which random inputs "
-                         f"cannot guess: give it with {hint}")
+                         f"cannot guess: give {hint}")
     generator = np.random.default_rng([seed, position])
     shape = tuple(spec.shape)
     dtype = np.dtype(spec.dtype)
     if dtype == np.bool_:
-        return generator.integers(0, 2, size=shape).astype(np.bool_)
+        return generator.integers(0, 2, size=shape, dtype=np.bool_)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         return generator.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
-    if dtype.kind == "f" or dtype.name == "bfloat16":
-        return generator.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    if dtype in (np.float32, np.float64):  # drawn in place, in their own type
+        values = generator.random(size=shape, dtype=dtype)
+        values *= 2
+        values -= 1
+        return values
+    if dtype.kind == "f" or dtype.name == "bfloat16":  # 16-bit floats: through float32, never float64
+        values = generator.random(size=shape, dtype=np.float32)
+        values *= 2
+        values -= 1
+        return values.astype(dtype)
     raise UsageError(f"input '{spec.name}' has element type {dtype}, which cannot be drawn at random: give it "
                      f"with {hint}")

@@ -56,12 +56,30 @@ def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
 
 def _temporary_beside(destination: Path, suffix: str) -> tuple[int, str]:
     """mkstemp in the destination's folder; a missing folder is named as the user wrote the output path
-    (mkstemp's own error names the random temporary name instead)."""
+    (mkstemp's own error names the random temporary name instead).
+
+    mkstemp creates its file with mode 0600 whatever the umask; an output must follow the umask like any
+    file a Unix tool creates (0644 under umask 022), so the temporary file gets 0666 & ~umask before it is
+    renamed into place."""
     folder = destination.parent or Path(".")
     if not folder.is_dir():
         raise UsageError(f"cannot write the output: the folder {os.fspath(folder)} does not exist",
                          file=destination)
-    return tempfile.mkstemp(prefix=f".{destination.name}.", suffix=suffix, dir=folder)
+    fd, temporary = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=suffix, dir=folder)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except BaseException:
+        os.close(fd)
+        _discard(temporary)
+        raise
+    return fd, temporary
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: set it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _backup(destination: Path) -> str | None:

@@ -64,8 +64,12 @@ def static_shape(values: Any) -> Shape:
     return tuple(Dim.static(int(v)) for v in values)
 
 
-def shape_str(shape: Shape) -> str:
-    return "[" + ",".join(str(d) for d in shape) + "]"
+def shape_str(shape) -> str:
+    """The one shape notation of every message and table: [1,3,16,16], ? for a dynamic dim, 1..8 a range.
+
+    Takes Dims, or plain ints (an array's shape; -1 or None for a dynamic dim)."""
+    return "[" + ",".join(str(d) if isinstance(d, Dim) else "?" if d is None or int(d) < 0 else str(int(d))
+                          for d in shape) + "]"
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from poolir.ir.atomic import write_files_atomically
 from poolir.ir.element_types import PRECISION_OF, dtype_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UsageError
 from poolir.ir.infer import Inference, infer_model
-from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Layer, Model, Port
+from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Layer, Model, Port, shape_str
 from poolir.ir.reader import join_names, parse_xml_safely
 from poolir.ir.schema import format_attrs, op_version
 
@@ -81,8 +81,8 @@ def _const_blob(layer: Layer) -> bytes:
     data = np.asarray(layer.data)
     expected = tuple(d.min for d in layer.attrs["shape"])
     if data.shape != expected:
-        raise InvalidModelError(f"the Const data has shape {list(data.shape)}, its shape attribute says "
-                                f"{list(expected)}")
+        raise InvalidModelError(f"the Const data has shape {shape_str(data.shape)}, its shape attribute says "
+                                f"{shape_str(expected)}")
     if data.size == 0:
         return b"\0"  # as OpenVINO writes an empty Const: its reader refuses size 0 ("ptr is Null")
     if element_type == "u1":

@@ -1,6 +1,6 @@
 """The one way poolir loads an ONNX model and resolves what it imports: used by run, convert, inspect and verify.
 
-- `load_onnx(path)` reads and decodes the file (and, with check=True, runs onnx.checker);
+- `load_onnx(path)` reads and decodes the file (and, with check=True, runs onnx.checker leniently: check_onnx);
 - `default_opset(model)` is the opset of the default domain, refused when poolir's tables do not know it;
 - `refuse_unsupported(model, opset, supports)` raises one error listing every node a consumer (the
   executor, the converter) cannot handle, each op once, in one wording.
@@ -22,13 +22,12 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 MAX_OPSET = 28
 
 
-def load_onnx(path: str | os.PathLike, *, check: bool = False):
+def load_onnx(path: str | os.PathLike, *, check: bool = False, warn: Callable[[str], None] | None = None):
     """Read and decode an .onnx file. A missing, unreadable or malformed file raises a PoolirError.
 
-    check=True also runs onnx.checker (convert and inspect, which write or describe the model as the ONNX
-    spec defines it). Running (run, verify, Session) does not: the checker of onnx 1.23 refuses, for
-    example, a graph output declared without a shape, which onnxruntime runs, and the executor validates
-    every node it runs itself."""
+    check=True also runs onnx.checker (convert and inspect), leniently (check_onnx): a finding that does not
+    change the model's meaning is told to `warn`, naming the value; one that does is an InvalidModelError.
+    Running (run, verify, Session) does not check: the executor validates every node it runs itself."""
     path = Path(path)
     if not path.is_file():
         raise UsageError("no such file", file=path)
@@ -42,14 +41,55 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False):
         model = onnx.load_model_from_string(data)
     except Exception as error:  # protobuf's DecodeError and friends: a malformed file
         raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
-    if not check:
-        return model
+    if check:
+        for finding in check_onnx(model, path):
+            if warn is not None:
+                warn(finding)
+    return model
+
+
+def check_onnx(model, source: str | os.PathLike | None = None) -> list[str]:
+    """Run onnx.checker as onnxruntime reads a model: return the findings that leave the meaning unchanged
+    (warnings naming the value), raise InvalidModelError for the rest.
+
+    onnx 1.23's checker requires every graph input, output and value_info to declare an element type and
+    a shape. A declaration is a claim that the graph's nodes decide anyway (onnxruntime runs a model whose
+    outputs declare no shape), so a missing or incomplete one is a warning: the value is read as unknown.
+    An input without an element type is an error (nothing says what to feed)."""
+    findings: list[str] = []
     try:
         onnx.checker.check_model(model)
+        return findings
     except (onnx.checker.ValidationError, ValueError) as error:  # ValueError: a string field that is not UTF-8
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
-        raise InvalidModelError(f"invalid ONNX model: {first_line}", file=path) from None
-    return model
+        first_error = error
+    relaxed = onnx.ModelProto()
+    relaxed.CopyFrom(model)
+    graph = relaxed.graph
+    for kind, values in (("input", graph.input), ("output", graph.output), ("value", graph.value_info)):
+        for value in values:
+            tensor = value.type.tensor_type
+            if value.type.WhichOneof("value") not in (None, "tensor_type"):
+                continue
+            missing = []
+            if not tensor.elem_type and kind != "input":
+                missing.append("element type")
+                tensor.elem_type = onnx.TensorProto.FLOAT  # only for the check: the claim is ignored
+            if not tensor.HasField("shape"):
+                missing.append("shape")
+                tensor.shape.SetInParent()
+            if missing:
+                findings.append(f"{kind} '{_one_line(value.name)}' declares no {' and no '.join(missing)}; "
+                                "read as unknown")
+    try:
+        onnx.checker.check_model(relaxed)
+    except (onnx.checker.ValidationError, ValueError):
+        first_line = str(first_error).strip().splitlines()[0] if str(first_error).strip() else "invalid"
+        raise InvalidModelError(f"invalid ONNX model: {first_line}", file=source) from None
+    return findings
+
+
+def _one_line(text: str) -> str:
+    return str(text).replace("\r", "\\r").replace("\n", "\\n")
 
 
 def imported_opsets(model) -> dict[str, int]:

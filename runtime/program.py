@@ -10,6 +10,8 @@ from typing import Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
+from poolir.ir.model import shape_str
+
 
 @dataclass(frozen=True, slots=True)
 class TensorSpec:
@@ -20,9 +22,10 @@ class TensorSpec:
     shape: tuple[int | None, ...] | None  # None: the model does not declare the rank
 
     def shape_text(self) -> str:
+        """The shape in the one notation of messages (ir.model.shape_str): [?,3,32,32]."""
         if self.shape is None:
             return "unknown"
-        return "[" + ",".join("?" if d is None else str(d) for d in self.shape) + "]"
+        return shape_str(self.shape)
 
 
 @runtime_checkable

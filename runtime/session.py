@@ -23,23 +23,32 @@ import onnx
 
 from poolir import ir
 from poolir.ir.errors import FeedError, UnsupportedError, UsageError
+from poolir.ir.model import shape_str
 from poolir.runtime.ir_executor import IRProgram
 from poolir.runtime.onnx_executor import OnnxProgram
 from poolir.runtime.onnx_model import load_onnx
 from poolir.runtime.program import Program, TensorSpec
 
 
+MODEL_SUFFIXES = {".onnx": "onnx", ".xml": "ir"}
+
+
+def model_kind(path: str | os.PathLike) -> str:
+    """"onnx" or "ir" from a model file's suffix; the one refusal of any other suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in MODEL_SUFFIXES:
+        raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .onnx or .xml",
+                         file=path)
+    return MODEL_SUFFIXES[suffix]
+
+
 def load_program(model: Any) -> tuple[Program, str | None]:
     """Build the executor for `model` (ir.Model, onnx.ModelProto or a path); returns it and the file name."""
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
-        suffix = path.suffix.lower()
-        if suffix == ".onnx":
+        if model_kind(path) == "onnx":
             return OnnxProgram(load_onnx(path), source=str(path)), str(path)
-        if suffix == ".xml":
-            return IRProgram(ir.read_model(path)), str(path)
-        raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .onnx or .xml",
-                         file=path)
+        return IRProgram(ir.read_model(path)), str(path)
     if isinstance(model, onnx.ModelProto):
         return OnnxProgram(model, source=None), None
     if isinstance(model, ir.Model):
@@ -96,12 +105,12 @@ class Session:
             if spec.shape is None:
                 continue
             if array.ndim != len(spec.shape):
-                raise FeedError(f"rank {array.ndim} (shape {list(array.shape)}) does not match the declared "
+                raise FeedError(f"rank {array.ndim} (shape {shape_str(array.shape)}) does not match the declared "
                                 f"rank {len(spec.shape)} (shape {spec.shape_text()})", file=self.source,
                                 where=where)
             for axis, (actual, declared) in enumerate(zip(array.shape, spec.shape)):
                 if declared is not None and actual != declared:
-                    raise FeedError(f"dim {axis} is {actual} (shape {list(array.shape)}) but the model declares "
+                    raise FeedError(f"dim {axis} is {actual} (shape {shape_str(array.shape)}) but the model declares "
                                     f"{declared} (shape {spec.shape_text()})", file=self.source, where=where)
 
 
@@ -110,4 +119,4 @@ def run(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return Session(model).run(feeds)
 
 
-__all__ = ["Program", "Session", "TensorSpec", "load_program", "run"]
+__all__ = ["MODEL_SUFFIXES", "Program", "Session", "TensorSpec", "load_program", "model_kind", "run"]

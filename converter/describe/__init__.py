@@ -13,25 +13,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 from poolir import ir
 from poolir.converter.describe.description import (LayerDescription, ModelDescription, PortDescription,
                                                    TensorDescription)
 from poolir.converter.describe.of_ir import describe_ir
 from poolir.converter.describe.of_onnx import describe_onnx
-from poolir.ir.errors import UsageError
+from poolir.runtime.session import model_kind
 
 __all__ = ["LayerDescription", "ModelDescription", "PortDescription", "TensorDescription", "describe",
            "describe_ir", "describe_onnx"]
 
 
-def describe(path: str | os.PathLike) -> ModelDescription:
-    """Describe an IR .xml or an .onnx file; raises PoolirError for unreadable or invalid files."""
+def describe(path: str | os.PathLike, warn: Callable[[str], None] | None = None) -> ModelDescription:
+    """Describe an IR .xml or an .onnx file; raises PoolirError for unreadable or invalid files. `warn` is
+    told what the ONNX checker found that leaves the meaning unchanged (each naming the value)."""
     path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".xml":
+    if model_kind(path) == "ir":
         return describe_ir(ir.read_model(path))
-    if suffix == ".onnx":
-        return describe_onnx(path)
-    raise UsageError(f"cannot tell the model format from the suffix {suffix!r}: expected .xml or .onnx",
-                     file=os.fspath(path))
+    return describe_onnx(path, warn)

@@ -80,7 +80,12 @@ class ModelDescription:
 
 
 def dims_text(dims: list[int | str] | None) -> str:
-    return "[?]" if dims is None else "[" + ",".join(str(d) for d in dims) + "]"
+    """The one shape notation of messages: [1,3,16,16], ? for a dynamic dim (a symbolic ONNX dim like N too;
+    the JSON form keeps the symbol), [?] for an unknown rank."""
+    if dims is None:
+        return "[?]"
+    return "[" + ",".join(str(d) if isinstance(d, int) and d >= 0 or isinstance(d, str) and ".." in d
+                          else "?" for d in dims) + "]"
 
 
 def _attr_text(value: Any) -> str:

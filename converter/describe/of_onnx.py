@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import onnx
 from onnx import helper, shape_inference
@@ -15,9 +15,10 @@ from poolir.ir.errors import InvalidModelError, node_label
 from poolir.runtime.onnx_model import load_onnx
 
 
-def describe_onnx(path: Path) -> ModelDescription:
+def describe_onnx(path: Path, warn: Callable[[str], None] | None = None) -> ModelDescription:
+    """`warn` is told the checker's findings that leave the meaning unchanged (runtime.onnx_model.check_onnx)."""
     source = os.fspath(path)
-    model = load_onnx(path, check=True)
+    model = load_onnx(path, check=True, warn=warn)
     # Infer from the inputs alone: drop the declared intermediate and output shapes first, so that a
     # wrong declaration is reported as a disagreement instead of being merged into the inference.
     bare = onnx.ModelProto.FromString(model.SerializeToString())

@@ -15,7 +15,7 @@ from poolir.converter.onnx_to_ir.node import OnnxNode, Value, layer_version
 from poolir.converter.onnx_to_ir.registry import CONVERTERS
 from poolir.ir.builder import GraphBuilder
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
-from poolir.ir.model import Model
+from poolir.ir.model import Model, shape_str
 from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
 
@@ -129,8 +129,8 @@ def _parameter(builder: GraphBuilder, graph_input: onnx.ValueInfoProto,
             raise UsageError(f"--input-shape for {what}: every dim must be >= 1, or -1 for dynamic")
         for given, claimed in zip(dims, declared or dims):
             if claimed != -1 and given != claimed:
-                raise UsageError(f"--input-shape for {what}: {list(dims)} contradicts the declared "
-                                 f"static shape {list(declared)}")
+                raise UsageError(f"--input-shape for {what}: {shape_str(dims)} contradicts the declared "
+                                 f"static shape {shape_str(declared)}")
         declared = dims
     if declared is None:
         raise UnsupportedError(f"{what} has no declared shape (give one with --input-shape)")

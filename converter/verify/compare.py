@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from poolir.ir.model import shape_str
+
 
 @dataclass(frozen=True, slots=True)
 class Tolerance:
@@ -88,7 +90,7 @@ def compare(output: str, path: str, actual: np.ndarray, expected: np.ndarray, to
     if actual.dtype != expected.dtype:
         problems.append(f"dtype {actual.dtype}, expected {expected.dtype}")
     if actual.shape != expected.shape:
-        problems.append(f"shape {list(actual.shape)}, expected {list(expected.shape)}")
+        problems.append(f"shape {shape_str(actual.shape)}, expected {shape_str(expected.shape)}")
         row.status, row.detail = "mismatch", "; ".join(problems)
         return row
     if actual.size == 0:

@@ -18,7 +18,11 @@ one row per output: shape, dtype, max abs and rel error and a status:
                        Fails, unless listed under "expected_refused" like a refusal.
 
 A model whose own reference path cannot run (it is unreadable, unsupported, or the inputs do not fit)
-is bad input: the PoolirError propagates, and the command line exits 2.
+is bad input: verify_model raises the PoolirError, naming the model. verify_paths reports it as that
+model's error and goes on with the others (the command line exits 2 when any model is invalid).
+
+Random inputs are drawn once per model in one fixed shape (--input-shape, or a dynamic batch set to 1),
+and every path runs on those same arrays; the shapes given are also the ones the ONNX -> IR conversion fixes.
 """
 
 from __future__ import annotations
@@ -32,16 +36,13 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from poolir import ir, runtime
-from poolir.converter.feeds import complete_feeds
+from poolir.converter.feeds import VERIFY_INPUT_HINT, complete_feeds, fix_shapes
 from poolir.converter.verify.compare import COMPUTED_AS, Row, compare, tolerance_for
 from poolir.converter.verify.examples import EXAMPLE_MODELS, Manifest, expand, load_arrays, read_manifest
 from poolir.converter.verify.paths import PathOutcome, check_peers, ir_paths, onnx_paths
 from poolir.converter.verify.report import ModelReport, Report
 from poolir.ir.errors import PoolirError, UsageError
 from poolir.runtime.onnx_model import load_onnx
-
-# verify takes given inputs from files of arrays only: an example's inputs.npz, or --inputs.
-VERIFY_INPUT_HINT = "--inputs FILE.npz"
 
 
 def _shape_warnings(model) -> list[str]:
@@ -54,9 +55,21 @@ def _shape_warnings(model) -> list[str]:
 def verify_model(path: str | os.PathLike, *, peers: Sequence[str] = (), rtol: float | None = None,
                  atol: float | None = None, seed: int = 0, inputs: Mapping[str, np.ndarray] | None = None,
                  inputs_source: str | None = None, expected: Mapping[str, np.ndarray] | None = None,
-                 manifest: Manifest | None = None, example: str | None = None) -> ModelReport:
-    """Verify one `.onnx` or `.xml` model on every path. See the module docstring for the rules."""
-    path = Path(path)
+                 manifest: Manifest | None = None, example: str | None = None,
+                 input_shapes: Mapping[str, Sequence[int]] | None = None,
+                 note: Callable[[str], None] | None = None) -> ModelReport:
+    """Verify one `.onnx` or `.xml` model on every path. See the module docstring for the rules.
+
+    `input_shapes` fixes dynamic dims (name -> dims); `note` is told when a dynamic batch is set to 1."""
+    try:
+        return _verify_model(Path(path), peers, rtol, atol, seed, inputs, inputs_source, expected, manifest,
+                             example, input_shapes, note)
+    except PoolirError as error:  # a feed that does not fit, found while running a ModelProto: name the model
+        raise error.located(file=path) from None
+
+
+def _verify_model(path: Path, peers, rtol, atol, seed, inputs, inputs_source, expected, manifest, example,
+                  input_shapes, note) -> ModelReport:
     suffix = path.suffix.lower()
     if suffix not in (".onnx", ".xml"):
         raise UsageError(f"cannot verify {suffix or 'a file without suffix'!r}: expected .onnx, .xml or a folder "
@@ -74,11 +87,12 @@ def verify_model(path: str | os.PathLike, *, peers: Sequence[str] = (), rtol: fl
         session = runtime.Session(model)
     except PoolirError as error:  # given a ModelProto, the ONNX program knows no file name to report
         raise error.located(file=path) from None
-    feeds = complete_feeds(session.inputs, inputs, seed, str(path), hint=VERIFY_INPUT_HINT)
+    specs = fix_shapes(session.inputs, input_shapes, str(path), given=list(inputs or {}), note=note)
+    feeds = complete_feeds(specs, inputs, seed, str(path), hint=VERIFY_INPUT_HINT)
     reference_names = list(expected) if expected is not None else list(session.outputs)
     with tempfile.TemporaryDirectory(prefix="poolir-verify-") as workdir:
         if kind == "onnx":
-            outcomes = onnx_paths(model, feeds, peers, reference_names, Path(workdir))
+            outcomes = onnx_paths(model, feeds, peers, reference_names, Path(workdir), input_shapes=input_shapes)
         else:
             outcomes = ir_paths(model, path, feeds, peers, reference_names)
     if expected is not None:
@@ -122,28 +136,45 @@ def _rows(outcome: PathOutcome, reference_outputs: Mapping[str, np.ndarray], ref
 
 
 def verify_example(folder: str | os.PathLike, *, peers: Sequence[str] = (), rtol: float | None = None,
-                   atol: float | None = None, seed: int = 0) -> list[ModelReport]:
-    """Verify every model of one example folder against its expected.npz, with its inputs.npz."""
+                   atol: float | None = None, seed: int = 0, keep_going: bool = False) -> list[ModelReport]:
+    """Verify every model of one example folder against its expected.npz, with its inputs.npz.
+
+    keep_going=True reports a bad model (or a bad folder) as an error entry instead of raising."""
     folder = Path(folder)
-    manifest = read_manifest(folder)
-    inputs = load_arrays(folder / "inputs.npz") if (folder / "inputs.npz").is_file() else None
-    expected = load_arrays(folder / "expected.npz") if (folder / "expected.npz").is_file() else None
+    try:
+        manifest = read_manifest(folder)
+        inputs = load_arrays(folder / "inputs.npz") if (folder / "inputs.npz").is_file() else None
+        expected = load_arrays(folder / "expected.npz") if (folder / "expected.npz").is_file() else None
+    except PoolirError as error:
+        if not keep_going:
+            raise
+        return [ModelReport.failed(os.fspath(folder), error, example=os.fspath(folder))]
     reports = []
     for name in EXAMPLE_MODELS:
         if (folder / name).is_file():
-            reports.append(verify_model(folder / name, peers=peers, rtol=rtol, atol=atol, seed=seed, inputs=inputs,
-                                        inputs_source=os.fspath(folder / "inputs.npz") if inputs else None,
-                                        expected=expected, manifest=manifest, example=os.fspath(folder)))
+            try:
+                reports.append(verify_model(folder / name, peers=peers, rtol=rtol, atol=atol, seed=seed,
+                                            inputs=inputs,
+                                            inputs_source=os.fspath(folder / "inputs.npz") if inputs else None,
+                                            expected=expected, manifest=manifest, example=os.fspath(folder)))
+            except PoolirError as error:
+                if not keep_going:
+                    raise
+                reports.append(ModelReport.failed(os.fspath(folder / name), error, example=os.fspath(folder)))
     return reports
 
 
 def verify_paths(paths: Sequence[str | os.PathLike] = (), *, peers: Sequence[str] = (), rtol: float | None = None,
                  atol: float | None = None, seed: int = 0, inputs: str | os.PathLike | None = None,
-                 progress: Callable[[int, int, Path], None] | None = None) -> Report:
+                 input_shapes: Mapping[str, Sequence[int]] | None = None,
+                 progress: Callable[[int, int, Path], None] | None = None,
+                 note: Callable[[str], None] | None = None) -> Report:
     """Verify model files and example folders (default: examples/). The public entry point.
 
-    `inputs` (an .npz) feeds the model files given directly; example folders use their own inputs.npz.
-    `progress(done, total, target)` is called before each target.
+    `inputs` (an .npz) and `input_shapes` feed the model files given directly; example folders use their
+    own inputs.npz. `progress(done, total, target)` is called before each target; `note` is told when a
+    dynamic batch is set to 1. A model that cannot be verified (unreadable, unsupported, inputs that do not
+    fit) is reported as an error entry (ModelReport.error) and the others are still verified.
     """
     peers = check_peers(peers)
     for name, value in (("rtol", rtol), ("atol", atol)):
@@ -156,11 +187,16 @@ def verify_paths(paths: Sequence[str | os.PathLike] = (), *, peers: Sequence[str
         if progress is not None:
             progress(done, len(targets), target)
         if target.is_dir():
-            report.models.extend(verify_example(target, peers=peers, rtol=rtol, atol=atol, seed=seed))
-        else:
+            report.models.extend(verify_example(target, peers=peers, rtol=rtol, atol=atol, seed=seed,
+                                                keep_going=True))
+            continue
+        try:
             report.models.append(verify_model(target, peers=peers, rtol=rtol, atol=atol, seed=seed,
                                               inputs=given_inputs,
-                                              inputs_source=os.fspath(inputs) if inputs is not None else None))
+                                              inputs_source=os.fspath(inputs) if inputs is not None else None,
+                                              input_shapes=input_shapes, note=note))
+        except PoolirError as error:
+            report.models.append(ModelReport.failed(os.fspath(target), error))
     if progress is not None:
         progress(len(targets), len(targets), None)
     return report

@@ -103,9 +103,10 @@ def check_peers(peers: Sequence[str]) -> tuple[str, ...]:
 
 
 def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], output_names: Sequence[str],
-               workdir: Path) -> list[PathOutcome]:
-    """The paths of an ONNX model (see the module docstring); the first is the reference."""
-    to_ir = _lazy(lambda: converter.onnx_to_ir(model))
+               workdir: Path, input_shapes: Mapping[str, Sequence[int]] | None = None) -> list[PathOutcome]:
+    """The paths of an ONNX model (see the module docstring); the first is the reference. `input_shapes`
+    (--input-shape) are fixed by the conversion too, so that every path runs the shape the feeds have."""
+    to_ir = _lazy(lambda: converter.onnx_to_ir(model, input_shapes=dict(input_shapes or {})))
     back = _lazy(lambda: converter.ir_to_onnx(to_ir(), opset=NEWEST_WRITTEN_OPSET))
     outcomes = [PathOutcome("runtime(onnx)", _arrays(runtime.run(model, feeds)))]
     outcomes.append(_run_path("runtime(onnx->ir)", lambda: runtime.run(to_ir(), feeds), peer=False))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from poolir.converter.verify.compare import DEFAULT_TOLERANCES, Row
+from poolir.ir.errors import PoolirError
 
 
 @dataclass(slots=True)
@@ -21,10 +23,20 @@ class ModelReport:
     inputs: str = "random"  # where the feeds came from: a file, or "random (seed N)"
     warnings: list[str] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)
+    # Why the model could not be verified at all (an unreadable file, inputs that do not fit): the same
+    # fields as the command line's --json error document.
+    error: dict[str, Any] | None = None
+
+    @classmethod
+    def failed(cls, source: str, error: PoolirError, example: str | None = None) -> "ModelReport":
+        """The entry of a model that could not be verified: no rows, the error."""
+        kind = {".onnx": "onnx", ".xml": "ir"}.get(Path(source).suffix.lower(), "unknown")
+        return cls(source, kind, "-", example, inputs="-", error={
+            "message": str(error), "file": error.file, "where": error.where, "kind": type(error).__name__})
 
     @property
     def passed(self) -> bool:
-        return all(row.passed for row in self.rows)
+        return self.error is None and all(row.passed for row in self.rows)
 
 
 @dataclass(slots=True)
@@ -38,6 +50,11 @@ class Report:
     @property
     def passed(self) -> bool:
         return all(model.passed for model in self.models)
+
+    @property
+    def invalid(self) -> list[ModelReport]:
+        """The models that could not be verified at all (bad input: exit code 2)."""
+        return [model for model in self.models if model.error is not None]
 
     def counts(self) -> dict[str, int]:
         statuses: dict[str, int] = {}
@@ -57,7 +74,7 @@ class Report:
             "seed": self.seed,
             "default_tolerances": {k: {"rtol": v.rtol, "atol": v.atol} for k, v in DEFAULT_TOLERANCES.items()},
             "summary": {"models": len(self.models), "models_failed": sum(not m.passed for m in self.models),
-                        "rows": self.counts()},
+                        "models_invalid": len(self.invalid), "rows": self.counts()},
             "models": [_model_dict(m) for m in self.models],
         }
 
@@ -73,7 +90,7 @@ def _model_dict(model: ModelReport) -> dict[str, Any]:
     return {
         "source": model.source, "kind": model.kind, "example": model.example, "reference": model.reference,
         "expected_source": model.expected_source, "inputs": model.inputs, "passed": model.passed,
-        "warnings": list(model.warnings), "rows": [_row_dict(r) for r in model.rows],
+        "warnings": list(model.warnings), "rows": [_row_dict(r) for r in model.rows], "error": model.error,
     }
 
 

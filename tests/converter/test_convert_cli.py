@@ -73,7 +73,7 @@ def test_input_shape_fixes_a_dynamic_length(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (("--opset", "12"), "--opset applies to IR -> ONNX"),
     (("--input-shape", "x=1,2,a"), "is not a positive integer"),
-    (("--input-shape", "1,2"), "expected NAME=D1,D2"),
+    (("--input-shape", "1,2"), "expected NAME=1,3,224,224"),
     (("--input-shape", "z=1,2,5,5"), "no input called"),
 ])
 def test_usage_errors_exit_2_with_one_line(tmp_path, args, message):

@@ -69,6 +69,15 @@ def test_legal_input_larger_than_memory_is_refused_not_crashed(tmp_path):
         _assert_refused(poolir_capped(command, path), path, "not enough memory for a random input 'x'")
 
 
+def test_random_input_is_drawn_and_sized_in_its_own_dtype(tmp_path):
+    # 40000 x 40000 float32 is 6.4 GB; drawn through float64 it would be refused as a 12.8 GB float64 array.
+    path = _ir(tmp_path, lambda xml: xml.replace('shape="1,2,5,5"', 'shape="1,1,40000,40000"'))
+    done = poolir_capped("run", path)
+    _assert_refused(done, path, "not enough memory for a random input 'x' of shape [1,1,40000,40000] "
+                                "(6.4 GB of float32)")
+    assert "float64" not in done.stderr
+
+
 def test_intermediate_larger_than_memory_is_refused_not_crashed(tmp_path):
     # A 1x2x5x5 input padded by 30000 on each spatial axis end: a legal 1x2x30003x30003 AvgPool output (7 GB).
     path = _ir(tmp_path, lambda xml: xml.replace('pads_end="1, 1"', 'pads_end="30000, 30000"'))

@@ -65,7 +65,7 @@ def test_path_to_onnx_file(tmp_path):
     ({"a": A, "b": B, "c": B}, ["unknown input 'c'", "'a', 'b'"]),
     ({"a": A, "B": B}, ["unknown input 'B'", "missing input 'b'"]),
     ({"a": A.astype(np.float64), "b": B}, ["input 'a'", "element type float64 does not match the declared float32"]),
-    ({"a": A[0], "b": B}, ["input 'a'", "rank 3 (shape [3, 4, 6])", "declared rank 4 (shape [1,3,4,6])"]),
+    ({"a": A[0], "b": B}, ["input 'a'", "rank 3 (shape [3,4,6])", "declared rank 4 (shape [1,3,4,6])"]),
     ({"a": A, "b": np.zeros((1, 2, 1, 1), np.float32)}, ["input 'b'", "dim 1 is 2", "declares 3"]),
     ({"a": A.tolist(), "b": B}, ["input 'a'", "expected a numpy array, got list"]),
 ])
