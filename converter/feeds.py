@@ -134,7 +134,7 @@ def random_input(spec: TensorSpec, seed: int, position: int, source: str | None 
         return _random_values(spec, seed, position, hint.format(name=spec.name))
     except UsageError as error:  # dynamic dims, an element type that cannot be drawn: name the model
         raise error.located(file=source) from None
-    except MemoryError as error:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
+    except MemoryError:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
         raise UsageError(f"not enough memory for a random input '{spec.name}' of shape {spec.shape_text()} "
                          f"({_size(spec)} of {np.dtype(spec.dtype).name})", file=source) from None
 
