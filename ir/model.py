@@ -112,7 +112,7 @@ class Layer:
 def opset_number(version: str) -> int:
     """The N of an opset name "opsetN" ("opset16" -> 16); 0 for any other text."""
     digits = version[len("opset"):] if version.startswith("opset") else ""
-    return int(digits) if digits.isdecimal() else 0
+    return int(digits) if digits.isascii() and digits.isdecimal() and len(digits) <= 9 else 0
 
 
 @dataclass(frozen=True, slots=True)

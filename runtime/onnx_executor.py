@@ -25,6 +25,7 @@ from onnx import numpy_helper
 from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
 from poolir.runtime.onnx_ops import (ADAPTERS, NodeContext, constant_value, first_opset, normalize_attributes, onnx_dtype,
                               op_version)
+from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
 from poolir.runtime.session import TensorSpec
 
@@ -76,6 +77,7 @@ class OnnxProgram:
     def __init__(self, model: onnx.ModelProto, *, source: str | None = None):
         self.source = source
         graph = model.graph
+        refuse_external_data(model, source)  # never resolved against the current folder
         self.opset = default_opset(model, source)
         refuse_unsupported(model, self.opset, self._supports, first_opset, source=source)
 

@@ -29,19 +29,19 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False):
     every node it runs itself."""
     import onnx
 
+    from poolir.ir.files import read_regular
+    from poolir.runtime.onnx_external_data import load_external_data
+
     path = Path(path)
-    if not path.is_file():
-        raise UsageError("no such file", file=path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InvalidModelError(f"cannot read the file: {error.strerror or error}", file=path) from None
+    data = read_regular(path)
     if not data:
         raise InvalidModelError("the file is empty", file=path)
     try:
         model = onnx.load_model_from_string(data)
     except Exception as error:  # protobuf's DecodeError and friends: a malformed file
         raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
+    # Tensors stored in another file are loaded now, from the model's own folder only (never the current one).
+    load_external_data(model, path.parent, source=path)
     if not check:
         return model
     try:
