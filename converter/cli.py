@@ -14,7 +14,9 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 from poolir.converter import cmd_convert, cmd_inspect, cmd_run, cmd_verify
-from poolir.converter.exit_codes import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_MISMATCH
+from poolir.converter.exit_codes import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MISMATCH
+from poolir.ir.atomic import install_signal_cleanup
+from poolir.ir.budget import ENVIRONMENT_VARIABLE, set_max_memory
 from poolir.ir.errors import PoolirError
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_MISMATCH", "fail", "main"]
@@ -31,6 +33,7 @@ class PoolirGroup(click.Group):
     """Turns user errors raised by any command into one line on stderr and exit code 2."""
 
     def invoke(self, ctx: click.Context):
+        install_signal_cleanup()
         try:
             return super().invoke(ctx)
         except PoolirError as error:
@@ -44,7 +47,10 @@ class PoolirGroup(click.Group):
             # A bad argument of a command (a directory as MODEL, an unknown --peer): one line like every
             # other user error, instead of click's multi-line usage block.
             fail(" ".join(error.format_message().split()))
-        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+        except KeyboardInterrupt:  # Ctrl-C: the shell's code for SIGINT, no traceback (1 means "mismatch")
+            click.echo("poolir: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as error:  # a bug in poolir, not the user's fault
             if os.environ.get("POOLIR_DEBUG"):
@@ -62,8 +68,13 @@ def fail(message: str) -> None:
 
 @click.group(cls=PoolirGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(_package_version(), "--version", prog_name="poolir", message="%(prog)s %(version)s")
-def main() -> None:
+@click.option("--max-memory", metavar="SIZE", default=None,
+              help=f"Memory budget for tensor data a file may make poolir allocate (bytes, or 512M, 16G; default "
+                   f"4G, or ${ENVIRONMENT_VARIABLE}). Larger models are refused before allocating.")
+def main(max_memory: str | None) -> None:
     """Convert, run, inspect and verify pooling models between ONNX and OpenVINO IR."""
+    if max_memory is not None:
+        set_max_memory(max_memory)
 
 
 for _module in (cmd_convert, cmd_run, cmd_inspect, cmd_verify):

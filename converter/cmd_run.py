@@ -17,9 +17,10 @@ import click
 import numpy as np
 
 from poolir import runtime
-from poolir.converter.feeds import complete_feeds, load_archive, load_array
+from poolir.converter.feeds import complete_feeds
+from poolir.converter.npz import check_archive_names, load_archive, load_array, save_archive
 from poolir.ir.atomic import atomic_path, refuse_overwriting_inputs
-from poolir.ir.errors import UsageError
+from poolir.ir.errors import UsageError, printable
 
 
 def _parse_input_option(text: str) -> tuple[str, str]:
@@ -37,11 +38,11 @@ def _number(value) -> float | None:
 def summarize(name: str, array: np.ndarray) -> dict:
     """Name, shape, dtype and min/max/mean (None for an empty array; NaN shown as None in JSON)."""
     summary = {"name": name, "shape": list(array.shape), "dtype": str(array.dtype)}
-    if array.size == 0:
+    if array.size == 0 or array.dtype.kind not in "biuf" and array.dtype.name != "bfloat16":
         summary.update(min=None, max=None, mean=None)
     else:
-        wide = array.astype(np.float64)
-        summary.update(min=_number(wide.min()), max=_number(wide.max()), mean=_number(wide.mean()))
+        summary.update(min=_number(array.min()), max=_number(array.max()),
+                       mean=_number(array.mean(dtype=np.float64)))
     return summary
 
 
@@ -52,7 +53,7 @@ def _text(summary: dict) -> str:
         stats = "(empty)"
     else:
         stats = f"min {show(summary['min'])}  max {show(summary['max'])}  mean {show(summary['mean'])}"
-    return f"{summary['name']}: shape {summary['shape']}  dtype {summary['dtype']}  {stats}"
+    return f"{printable(summary['name'])}: shape {summary['shape']}  dtype {summary['dtype']}  {stats}"
 
 
 @click.command("run")
@@ -71,7 +72,7 @@ def command(model, input_options, inputs_archive, seed, output, as_json) -> None
     Inputs not given are drawn from --seed: floats uniformly in [-1, 1), integers over their type's
     whole range. Inputs with dynamic dims must be given.
     """
-    if output:
+    if output is not None:
         refuse_overwriting_inputs(output, [model, Path(model).with_suffix(".bin"), inputs_archive,
                                            *(_parse_input_option(option)[1] for option in input_options)])
     session = runtime.Session(model)
@@ -82,10 +83,12 @@ def command(model, input_options, inputs_archive, seed, output, as_json) -> None
         name, path = _parse_input_option(option)
         given[name] = load_array(path, f"input '{name}'")
     outputs = session.run(complete_feeds(session.inputs, given, seed, model))
-    if output:
-        with atomic_path(output) as temporary, open(temporary, "wb") as handle:
-            np.savez(handle, **outputs)
+    # Everything is computed and checked before the output file is written: a failure leaves no file.
     summaries = [summarize(name, array) for name, array in outputs.items()]
+    if output is not None:
+        check_archive_names(outputs, file=model)
+        with atomic_path(output) as temporary, open(temporary, "wb") as handle:
+            save_archive(handle, outputs)
     if as_json:
         click.echo(json.dumps({"model": str(Path(model)), "outputs": summaries}, indent=2))
     else:

@@ -125,12 +125,12 @@ def command(paths, peers, rtol, atol, inputs, seed, as_json, report_file) -> Non
 
     Exit status: 0 when everything matches, 1 on any mismatch or unexpected refusal, 2 on bad input.
     """
-    if report_file:
+    if report_file is not None:
         refuse_overwriting_inputs(report_file, _input_files(paths, inputs))
     report = verify_paths(paths, peers=peers, rtol=rtol, atol=atol, seed=seed, inputs=inputs,
                           progress=_Progress())
     document = json.dumps(report.to_dict(), indent=2) + "\n"
-    if report_file:
+    if report_file is not None:
         write_files_atomically({report_file: document.encode()})
     if as_json:
         click.echo(document, nl=False)

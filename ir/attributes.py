@@ -27,9 +27,9 @@ class AttrKind:
     format: Callable[[Any], str]
 
 
-# An integer in a file: ASCII digits only (int() also takes '٣'), at most 19 of them (int64; Python refuses
+# An integer in a file: ASCII digits only (int() also takes '٣'), at most 20 of them (uint64; Python refuses
 # int() of more than 4300 digits with a ValueError, and no dim, id or kernel needs more).
-INTEGER_PATTERN = re.compile(r"[+-]?[0-9]{1,19}", re.ASCII)
+INTEGER_PATTERN = re.compile(r"[+-]?[0-9]{1,20}", re.ASCII)
 
 
 def parse_integer(text: str) -> int | None:
@@ -41,7 +41,7 @@ def parse_integer(text: str) -> int | None:
 def _parse_int(text: str) -> int:
     value = parse_integer(text)
     if value is None:
-        raise UsageError(f"{printable(text.strip(), 60)!r} is not an integer (at most 19 ASCII digits)")
+        raise UsageError(f"{printable(text.strip(), 60)!r} is not an integer (at most 20 ASCII digits)")
     return value
 
 

@@ -89,7 +89,7 @@ def infer_model(model: Model) -> Inference:
                 raise InvalidModelError(f"declares {len(layer.outputs)} output ports, "
                                         f"{layer.type} has {len(results)} here")
             for info in results:
-                check_inferred_size(info.shape)
+                check_inferred_size(info.shape, info.element_type)
         except PoolirError as error:
             raise as_model_error(error).located(file=model.source, where=where) from None
         for port, info in zip(layer.outputs, results):

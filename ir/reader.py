@@ -272,6 +272,6 @@ def _int_attr(element: etree._Element, key: str, source: str, where: str) -> int
         raise InvalidModelError(f"attribute {key!r} is missing", file=source, where=where)
     value = parse_integer(text)
     if value is None:
-        raise InvalidModelError(f"attribute {key!r} = {text!r} is not an integer (at most 19 ASCII digits)",
+        raise InvalidModelError(f"attribute {key!r} = {text!r} is not an integer (at most 20 ASCII digits)",
                                 file=source, where=where)
     return value
