@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from poolir.converter.exit_codes import EXIT_MISMATCH
+from poolir.converter.verify.examples import walk_folders
 from poolir.converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
 
@@ -98,7 +99,7 @@ def _input_files(paths, inputs) -> list[Path]:
     files = [Path(inputs)] if inputs else []
     for path in map(Path, paths or ("examples",)):
         if path.is_dir():
-            files.extend(p for p in path.rglob("*") if p.is_file())
+            files.extend(p for folder in walk_folders(path) for p in folder.iterdir() if p.is_file())
         else:
             files.extend((path, path.with_suffix(".bin")))
     return files

@@ -33,7 +33,7 @@ import numpy as np
 
 from poolir import ir, runtime
 from poolir.converter.feeds import complete_feeds
-from poolir.converter.verify.compare import COMPUTED_AS, Row, compare, tolerance_for
+from poolir.converter.verify.compare import COMPUTED_AS, Row, check_tolerance, compare, tolerance_for
 from poolir.converter.verify.examples import EXAMPLE_MODELS, Manifest, expand, load_arrays, read_manifest
 from poolir.converter.verify.paths import PathOutcome, check_peers, ir_paths, onnx_paths
 from poolir.converter.verify.report import ModelReport, Report
@@ -147,8 +147,8 @@ def verify_paths(paths: Sequence[str | os.PathLike] = (), *, peers: Sequence[str
     """
     peers = check_peers(peers)
     for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise UsageError(f"--{name} {value} must be a finite number >= 0")
+        if value is not None:
+            check_tolerance(f"--{name}", value)
     given_inputs = load_arrays(Path(inputs)) if inputs is not None else None
     targets = expand(paths)
     report = Report([], peers, rtol, atol, seed)
