@@ -45,6 +45,8 @@ def _header(stream, what: str, file) -> tuple[tuple[int, ...], np.dtype]:
 def _read_array(stream, what: str, file) -> np.ndarray:
     try:
         return np.lib.format.read_array(stream, allow_pickle=False, max_header_size=_HEADER_LIMIT)
+    except MemoryError:
+        raise UsageError(f"{what}not enough memory to read it", file=file) from None
     except Exception as error:
         raise UsageError(f"{what}not a readable .npy file ({type(error).__name__}: "
                          f"{printable(' '.join(str(error).split()), 120)})", file=file) from None

@@ -1,6 +1,7 @@
 """The one memory budget: the most tensor data (bytes) a file may make poolir allocate.
 
-Default 4 GiB. Raise or lower it with the environment variable POOLIR_MAX_MEMORY or the command line's
+Default 2 GiB (a ResNet-50's largest tensor at batch 1 is 12 MB; a single tensor above 2 GiB is hostile or
+a job for a bigger budget). Raise or lower it with the environment variable POOLIR_MAX_MEMORY or the command line's
 `poolir --max-memory SIZE` (bytes, or with a suffix K, M, G, T: powers of 1024, e.g. `16G`). Every
 allocation whose size a file controls is checked against it *before* allocating: file sizes read, Const
 and initializer data, declared and inferred tensor shapes, random inputs, .npz members (from their .npy
@@ -15,7 +16,7 @@ import re
 
 from poolir.ir.errors import BudgetError, UsageError
 
-DEFAULT_MAX_MEMORY = 4 * 2**30
+DEFAULT_MAX_MEMORY = 2 * 2**30
 ENVIRONMENT_VARIABLE = "POOLIR_MAX_MEMORY"
 _UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _override: int | None = None
@@ -66,5 +67,5 @@ def check_bytes(size: int, what: str, *, file=None, where: str | None = None) ->
 def check_tensor(shape, itemsize: int, what: str, *, file=None, where: str | None = None) -> None:
     """Check a tensor of static `shape` (ints) and `itemsize` bytes per element against the budget."""
     count = math.prod(max(int(d), 1) for d in shape) if len(shape) else 1
-    check_bytes(count * max(int(itemsize), 1), f"{what} of shape {list(shape)[:8]}{'...' if len(shape) > 8 else ''}",
+    check_bytes(count * max(int(itemsize), 1), f"{what} of shape {list(shape)[:8]}{'...' if len(shape) > 8 else ''}:",
                 file=file, where=where)

@@ -27,6 +27,7 @@ from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, Unsuppor
 from poolir.runtime.onnx_ops import (ADAPTERS, NodeContext, constant_value, first_opset, normalize_attributes, onnx_dtype,
                               op_version)
 from poolir.runtime.onnx_external_data import refuse_external_data
+from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
 from poolir.runtime.session import TensorSpec
 
@@ -90,7 +91,11 @@ class OnnxProgram:
                 raise InvalidModelError(f"initializer '{initializer.name}' cannot be read: {error}",
                                         file=source) from None
         infos = _value_info_types(model)
+        check_value_sizes(infos, source)  # every tensor whose size is known now, against the memory budget
         self.inputs = [self._input_spec(value) for value in graph.input if value.name not in self._constants]
+        self._model = model
+        self._dynamic = [spec.name for spec in self.inputs if spec.shape is None or None in spec.shape]
+        self._checked_shapes = None
         self.outputs = [value.name for value in graph.output]
         self._steps = self._plan(graph, infos)
 
@@ -213,6 +218,11 @@ class OnnxProgram:
     # -- execution ----------------------------------------------------------------------------------
 
     def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self._dynamic:  # the sizes of this run's tensors, known from the feeds: checked before any node runs
+            shapes = {name: tuple(feeds[name].shape) for name in self._dynamic}
+            if shapes != self._checked_shapes:
+                check_value_sizes(_value_info_types(with_input_shapes(self._model, shapes)), self.source)
+                self._checked_shapes = shapes
         values: dict[str, Any] = dict(self._constants)
         values.update(feeds)
         values[""] = None  # an omitted optional input
