@@ -149,9 +149,16 @@ def test_verify_on_a_very_deep_folder(tmp_path):
     for _ in range(1100):  # os.makedirs recurses once per level
         path = path / "d"
         path.mkdir()
-    _example(path)
-    done = _poolir("verify", folder)
-    assert done.returncode == 0, done.stderr
+    try:
+        _example(path)
+        done = _poolir("verify", folder)
+        assert done.returncode == 0, done.stderr
+    finally:  # bottom up: pytest's own cleanup (shutil.rmtree) recurses once per level
+        for file in path.iterdir():
+            file.unlink()
+        while path != folder.parent:
+            path.rmdir()
+            path = path.parent
 
 
 @pytest.mark.parametrize("text, problem", [
