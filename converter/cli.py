@@ -17,7 +17,7 @@ from poolir.converter import cmd_convert, cmd_inspect, cmd_run, cmd_verify
 from poolir.converter.exit_codes import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MISMATCH
 from poolir.ir.atomic import install_signal_cleanup
 from poolir.ir.budget import ENVIRONMENT_VARIABLE, set_max_memory
-from poolir.ir.errors import PoolirError
+from poolir.ir.errors import MESSAGE_LIMIT, WORD_LIMIT, PoolirError, printable
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_MISMATCH", "fail", "main"]
 
@@ -41,8 +41,9 @@ class PoolirGroup(click.Group):
         except OSError as error:
             where = f"{error.filename}: " if error.filename else ""
             fail(f"{where}{error.strerror or error}")
-        except MemoryError as error:  # where a command did not say which file needed it
-            fail(f"not enough memory ({error})")
+        except MemoryError as error:  # where a command did not say which file needed it: its first argument
+            arguments = [a for a in [*getattr(ctx, "protected_args", []), *ctx.args][1:] if not a.startswith("-")]
+            fail(f"{arguments[0] + ': ' if arguments else ''}not enough memory ({error})")
         except click.UsageError as error:
             # A bad argument of a command (a directory as MODEL, an unknown --peer): one line like every
             # other user error, instead of click's multi-line usage block.
@@ -62,7 +63,7 @@ class PoolirGroup(click.Group):
 
 def fail(message: str) -> None:
     """Print one error line and exit 2 (commands raise a PoolirError; the group turns it into this)."""
-    click.echo(f"poolir: error: {message}", err=True)
+    click.echo(f"poolir: error: {printable(message, limit=MESSAGE_LIMIT, word_limit=WORD_LIMIT)}", err=True)
     sys.exit(EXIT_BAD_INPUT)
 
 

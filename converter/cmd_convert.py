@@ -11,7 +11,7 @@ from poolir import ir
 from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPSET, ir_to_onnx
 from poolir.converter.onnx_to_ir import onnx_to_ir
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
-from poolir.ir.errors import PoolirError, UsageError
+from poolir.ir.errors import PoolirError, UsageError, printable
 from poolir.runtime.onnx_model import load_onnx
 
 
@@ -25,7 +25,7 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
         item = item.strip()
         if item in ("?", "-1"):
             dims.append(-1)
-        elif item.isdigit() and int(item) >= 1:
+        elif item.isascii() and item.isdigit() and len(item) <= 18 and int(item) >= 1:  # '²'.isdigit() is True
             dims.append(int(item))
         else:
             raise UsageError(f"--input-shape {text!r}: dim {item!r} is not a positive integer, -1 or ?")
@@ -79,4 +79,4 @@ def command(source: Path, destination: Path, opset: int | None, ir_version: str 
     else:
         raise UsageError(f"cannot convert {source.name} to {destination.name}: expected .onnx -> .xml or "
                          ".xml -> .onnx")
-    click.echo(f"wrote {', '.join(str(path) for path in written)}")
+    click.echo(f"wrote {', '.join(printable(path, limit=None) for path in written)}")

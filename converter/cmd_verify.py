@@ -15,6 +15,7 @@ from poolir.converter.exit_codes import EXIT_MISMATCH
 from poolir.converter.verify.examples import walk_folders
 from poolir.converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
+from poolir.ir.errors import printable
 
 STATUS_WORDS = {"reference": "reference", "ok": "ok", "mismatch": "MISMATCH", "refused": "REFUSED",
                 "expected-refused": "refused (expected)", "error": "ERROR"}
@@ -45,7 +46,7 @@ def format_model(model: ModelReport) -> list[str]:
              f"  reference: {reference}; inputs: {model.inputs}"]
     lines += [f"  warning: {warning}" for warning in model.warnings]
     header = ("output", "path", "shape", "dtype", "max abs err", "max rel err", "status")
-    table = [header] + [(r.output, r.path, _shape(r.shape), r.dtype or "-", _number(r.max_abs_error),
+    table = [header] + [(printable(r.output), printable(r.path), _shape(r.shape), r.dtype or "-", _number(r.max_abs_error),
                          _number(r.max_rel_error), STATUS_WORDS.get(r.status, r.status)) for r in model.rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
@@ -53,7 +54,8 @@ def format_model(model: ModelReport) -> list[str]:
     for row in model.rows:
         if row.status in ("mismatch", "refused", "error", "expected-refused"):
             lines.append(f"  {row.output} via {row.path}: {_explain(row)}")
-    return lines
+    # Names, paths and details come from files: a newline or an ANSI escape in one is shown escaped.
+    return [printable(line, limit=None) for line in lines]
 
 
 def _explain(row: Row) -> str:
@@ -74,7 +76,7 @@ def format_summary(report: Report) -> str:
     rows = ", ".join(f"{n} {STATUS_WORDS.get(s, s)}" for s, n in sorted(counts.items()))
     verdict = "all match" if report.passed else f"{failed} model(s) failed"
     summary = f"{len(report.models)} model(s), {sum(counts.values())} row(s): {rows} -- {verdict}"
-    failures = [m.source for m in report.models if not m.passed]
+    failures = [printable(m.source, limit=None) for m in report.models if not m.passed]
     return summary + "".join(f"\nfailed: {source}" for source in failures)
 
 
@@ -90,7 +92,7 @@ class _Progress:
         if target is None:
             sys.stderr.write("\r\033[K")
         else:
-            sys.stderr.write(f"\r\033[Kverifying {done + 1}/{total} {target}")
+            sys.stderr.write(f"\r\033[Kverifying {done + 1}/{total} {printable(target, limit=None)}")
         sys.stderr.flush()
 
 

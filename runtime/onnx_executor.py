@@ -235,6 +235,9 @@ class OnnxProgram:
             except (ValueError, IndexError) as error:
                 raise InvalidModelError(f"cannot execute for the given inputs: {error}", file=self.source,
                                         where=label) from None
+            if len(results) < len(outputs):  # e.g. a Split asked for more parts than its axis has elements
+                raise InvalidModelError(f"computes {len(results)} outputs for the given inputs, but the node "
+                                        f"declares {len(outputs)}", file=self.source, where=label)
             for name, result in zip(outputs, results):
                 if name:
                     values[name] = result

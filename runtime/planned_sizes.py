@@ -14,11 +14,14 @@ import onnx
 
 from poolir.ir.budget import check_tensor
 from poolir.ir.errors import printable
+from poolir.ir.limits import check_rank
 
 
 def check_value_sizes(infos: Mapping[str, tuple[np.dtype | None, tuple | None]], source=None) -> None:
     """Raise BudgetError for the first value whose static shape and element type exceed the budget."""
     for name, (dtype, shape) in infos.items():
+        if shape is not None:
+            check_rank(len(shape), f"tensor '{printable(name)}'", source)
         if dtype is None or shape is None or any(d is None or d < 0 for d in shape):
             continue
         check_tensor(shape, np.dtype(dtype).itemsize, f"tensor '{printable(name)}'", file=source)
