@@ -31,11 +31,11 @@ def printable(text, limit: int | None = NAME_LIMIT, word_limit: int | None = Non
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="backslashreplace")
     text = str(text)
+    if word_limit is not None:  # first, so that the end of a message survives a huge value in its middle
+        text = re.sub(r"\S{%d,}" % (word_limit + 1), lambda m: m.group(0)[:word_limit] + "…", text)
     if limit is not None and len(text) > 4 * limit:
         text = text[:4 * limit]
     escaped = "".join(char if char.isprintable() or char == " " else repr(char)[1:-1] for char in text)
-    if word_limit is not None:
-        escaped = re.sub(r"\S{%d,}" % (word_limit + 1), lambda m: m.group(0)[:word_limit] + "…", escaped)
     if limit is not None and len(escaped) > limit:
         escaped = escaped[:limit] + "…"
     return escaped
