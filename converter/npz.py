@@ -21,7 +21,7 @@ from typing import Mapping
 import numpy as np
 
 from poolir.ir.budget import check_bytes
-from poolir.ir.errors import UsageError, printable
+from poolir.ir.errors import PoolirError, UsageError, printable
 from poolir.ir.files import open_regular
 
 _ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
@@ -54,7 +54,11 @@ def _read_array(stream, what: str, file) -> np.ndarray:
 
 def load_array(path: str, what: str) -> np.ndarray:
     """One array from an .npy file (the input `what` names, e.g. "input 'x'")."""
-    with open_regular(path, file=path) as handle:
+    try:
+        handle = open_regular(path)
+    except PoolirError as error:
+        raise error.located(where=what) from None
+    with handle:
         if handle.read(4) in _ZIP_MAGIC:
             raise UsageError("expected a single array (.npy), got an archive; use --inputs for .npz", file=path,
                              where=what)

@@ -61,7 +61,28 @@ def validate_graph(model: Model) -> None:
         for port in layer.inputs:
             if (layer.id, port.id) not in fed:
                 raise InvalidModelError(f"input port {port.id} is not connected", file=source, where=layer.label)
+    check_names(model)
     topological_order(model)
+
+
+def check_names(model: Model) -> None:
+    """One reading of the graph's names for every command (run, convert, verify): a tensor name belongs to one
+    output port, and each Parameter has its own input name (its port's first name, else its layer name)."""
+    owners: dict[str, Layer] = {}
+    for layer in model.layers:
+        for port in layer.outputs:
+            for name in port.names:
+                owner = owners.setdefault(name, layer)
+                if owner is not layer:
+                    raise InvalidModelError(f"the tensor name '{name}' is also the name of an output of {owner.label}",
+                                            file=model.source, where=layer.label)
+    inputs: dict[str, Layer] = {}
+    for layer in model.layers:
+        if layer.type == "Parameter" and layer.outputs:
+            name = layer.outputs[0].names[0] if layer.outputs[0].names else layer.name
+            if inputs.setdefault(name, layer) is not layer:
+                raise InvalidModelError(f"two Parameters have the input name '{name}'", file=model.source,
+                                        where=layer.label)
 
 
 def topological_order(model: Model) -> list[Layer]:

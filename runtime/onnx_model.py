@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
+from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError, printable
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 # The newest default-domain opset whose operator versions poolir's tables were checked against (onnx 1.23).
@@ -42,6 +42,11 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False):
         raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
     # Tensors stored in another file are loaded now, from the model's own folder only (never the current one).
     load_external_data(model, path.parent, source=path)
+    check_graph_names(model, path)
+    try:
+        imported_opsets(model)
+    except InvalidModelError as error:
+        raise error.located(file=path) from None
     if not check:
         return model
     try:
@@ -53,11 +58,32 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False):
 
 
 def imported_opsets(model) -> dict[str, int]:
-    """domain -> imported version, with the default domain under "" (whether spelled "" or "ai.onnx")."""
-    opsets = {(entry.domain or ""): int(entry.version) for entry in model.opset_import}
-    if "ai.onnx" in opsets:
-        opsets.setdefault("", opsets["ai.onnx"])
+    """domain -> imported version, with the default domain under "" (whether spelled "" or "ai.onnx").
+
+    A domain imported twice with two versions ("" 17 and "ai.onnx" 1000) has no one reading: refused."""
+    opsets: dict[str, int] = {}
+    for entry in model.opset_import:
+        domain = "" if (entry.domain or "") in DEFAULT_DOMAINS else entry.domain
+        version = int(entry.version)
+        if opsets.setdefault(domain, version) != version:
+            raise InvalidModelError(f"the model imports domain '{printable(domain or 'ai.onnx')}' twice, as opset "
+                                    f"{opsets[domain]} and {version}")
     return opsets
+
+
+def check_graph_names(model, source=None) -> None:
+    """One reading for every command: graph input and output names are text and unique (onnx.checker, which
+    only convert and inspect run, refuses the same)."""
+    graph = model.graph
+    for what, values in (("input", graph.input), ("output", graph.output)):
+        seen: set = set()
+        for value in values:
+            if isinstance(value.name, bytes):
+                raise InvalidModelError(f"a graph {what} name {printable(value.name)!r} is not valid UTF-8 text",
+                                        file=source)
+            if value.name in seen:
+                raise InvalidModelError(f"two graph {what}s are named '{printable(value.name)}'", file=source)
+            seen.add(value.name)
 
 
 def default_opset(model, source: str | os.PathLike | None = None) -> int:

@@ -609,7 +609,13 @@ def plan_mod(ctx: NodeContext) -> Step:
 
 @adapter("Where")
 def plan_where(ctx: NodeContext) -> Step:
-    return lambda c, a, b: (np.where(c, a, b),)
+    def run(c, a, b):
+        if c.dtype != np.bool_:  # the spec's condition is a bool tensor: np.where would take any truthiness
+            raise UsageError(f"the condition (input 0) must be bool, not {c.dtype}")
+        return (np.where(c, a, b),)
+    if ctx.input_types and ctx.input_types[0] is not None and ctx.input_types[0] != np.bool_:
+        raise UsageError(f"the condition (input 0) must be bool, not {ctx.input_types[0]}")
+    return run
 
 
 @adapter("Identity")
@@ -693,6 +699,8 @@ def plan_split(ctx: NodeContext) -> Step:
             if length % parts:
                 raise UsageError(f"axis {axis} of length {length} does not split evenly into {parts} outputs")
             sizes = [length // parts] * parts
+        if any(size < 0 for size in sizes):
+            raise UsageError(f"split sizes {sizes[:8]} include a negative size")
         if sum(sizes) != length:
             raise UsageError(f"split sizes {sizes} do not add up to the axis length {length}")
         return tuple(tensor_ops.split(x, axis, sizes))
@@ -823,5 +831,7 @@ def plan_reduce(ctx: NodeContext) -> Step:
         chosen = list(attribute_axes) if attribute_axes is not None else ([] if axes is None else _ints(axes))
         if not chosen and noop:
             return (x,)
+        if any(not -x.ndim <= axis < x.ndim for axis in chosen) or len({a % x.ndim for a in chosen}) != len(chosen):
+            raise UsageError(f"axes {chosen[:8]} are out of range or repeated for an input of rank {x.ndim}")
         return (tensor_ops.reduce(x, kind, chosen, keepdims),)
     return run
