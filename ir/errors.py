@@ -35,7 +35,8 @@ def printable(text, limit: int | None = NAME_LIMIT, word_limit: int | None = Non
         text = re.sub(r"\S{%d,}" % (word_limit + 1), lambda m: m.group(0)[:word_limit] + "…", text)
     if limit is not None and len(text) > 4 * limit:
         text = text[:4 * limit]
-    escaped = "".join(char if char.isprintable() or char == " " else repr(char)[1:-1] for char in text)
+    escaped = text if text.isprintable() else "".join(char if char.isprintable() else repr(char)[1:-1]
+                                                      for char in text)
     if limit is not None and len(escaped) > limit:
         escaped = escaped[:limit] + "…"
     return escaped

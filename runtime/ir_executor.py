@@ -129,8 +129,10 @@ class IRProgram:
     def _plan_parameter(self, layer: Layer, outputs: tuple[int, ...]) -> None:
         port = layer.outputs[0]
         name = port.names[0] if port.names else layer.name
-        if any(existing == name for existing, _ in self._parameters):
+        seen = self.__dict__.setdefault("_input_names", set())  # a set: a scan per Parameter was quadratic
+        if name in seen:
             raise InvalidModelError(f"two Parameters have the input name '{name}'")
+        seen.add(name)
         element_type = layer.attrs.get("element_type") or port.element_type
         if element_type is None:
             raise InvalidModelError("the Parameter has no element_type")
@@ -156,8 +158,10 @@ class IRProgram:
                      inputs: tuple[int, ...]) -> None:
         port = layers[source[0]].port(source[1])
         name = port.names[0] if port.names else layer.name
-        if name in self.outputs:
+        seen = self.__dict__.setdefault("_output_names", set())  # a set: a scan per Result was quadratic
+        if name in seen:
             raise InvalidModelError(f"two Results have the output name '{name}'")
+        seen.add(name)
         self.outputs.append(name)
         self._results.append((name, inputs[0]))
 

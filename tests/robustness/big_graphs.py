@@ -59,3 +59,12 @@ def identity_chain_reversed(folder: Path, count: int) -> Path:
     path = folder / f"chain_{count}.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10), path)
     return path
+
+
+def many_parameters_to_results(folder: Path, count: int) -> Path:
+    """`count` Parameters, each feeding its own Result (distinct input and output names)."""
+    layers = [_parameter(i, f"x{i}") for i in range(count)]
+    layers += [_result(count + i, f"r{i}") for i in range(count)]
+    path = folder / f"pairs_{count}.xml"
+    path.write_text(_net(layers, [(i, 0, count + i, 0) for i in range(count)]))
+    return path
