@@ -76,11 +76,14 @@ def verify_model(path: str | os.PathLike, *, peers: Sequence[str] = (), rtol: fl
         raise error.located(file=path) from None
     feeds = complete_feeds(session.inputs, inputs, seed, str(path), hint=VERIFY_INPUT_HINT)
     reference_names = list(expected) if expected is not None else list(session.outputs)
-    with tempfile.TemporaryDirectory(prefix="poolir-verify-") as workdir:
-        if kind == "onnx":
-            outcomes = onnx_paths(model, feeds, peers, reference_names, Path(workdir))
-        else:
-            outcomes = ir_paths(model, path, feeds, peers, reference_names)
+    try:
+        with tempfile.TemporaryDirectory(prefix="poolir-verify-") as workdir:
+            if kind == "onnx":
+                outcomes = onnx_paths(model, feeds, peers, reference_names, Path(workdir))
+            else:
+                outcomes = ir_paths(model, path, feeds, peers, reference_names)
+    except PoolirError as error:  # the reference path could not run: the model's fault, named
+        raise error.located(file=path) from None
     if expected is not None:
         reference_outputs, reference = dict(expected), "expected.npz"
     else:

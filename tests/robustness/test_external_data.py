@@ -122,3 +122,22 @@ def test_a_model_proto_with_unloaded_external_data_is_refused_by_the_api(tmp_pat
     for call in (lambda: runtime.Session(model), lambda: onnx_to_ir(model)):
         with pytest.raises(InvalidModelError, match="keeps its data in an external file"):
             call()
+
+
+def test_a_constant_node_with_external_data_is_checked_too(tmp_path, elsewhere):
+    value = helper.make_tensor("v", TensorProto.FLOAT, [1, 4], [0.0] * 4)
+    value.data_location = TensorProto.EXTERNAL
+    del value.float_data[:]
+    value.external_data.add(key="location", value="secret.txt")
+    nodes = [helper.make_node("Constant", [], ["c"], value=value), helper.make_node("Identity", ["c"], ["z"])]
+    graph = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])])
+    path = tmp_path / "models" / "c.onnx"
+    path.parent.mkdir()
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                       ir_version=10).SerializeToString())
+    result = invoke_cli("external", ["run", path, "-o", elsewhere / "o.npz"], names=str(path))
+    assert result.exit_code == 2 and "tensor 'v'" in result.stderr and "no such file" in result.stderr
+    (path.parent / "secret.txt").write_bytes(np.ones((1, 4), np.float32).tobytes())  # in the model's folder: fine
+    assert invoke_cli("external", ["run", path, "-o", elsewhere / "o.npz"]).exit_code == 0
+    with np.load(elsewhere / "o.npz") as archive:
+        np.testing.assert_array_equal(archive["z"], np.ones((1, 4), np.float32))
