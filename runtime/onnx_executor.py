@@ -35,11 +35,14 @@ from poolir.runtime.session import TensorSpec
 
 def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None, tuple | None]]:
     """Element type and shape (None where unknown) of every value onnx's shape inference can type."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-        graph = inferred.graph
-    except Exception:  # inference is a planning aid only; the run-time checks remain
-        graph = model.graph
+    graph = model.graph  # inference is a planning aid only; the run-time checks remain
+    # data_prop first: shapes computed by Shape -> Mul -> Expand are known too (the memory budget checks them)
+    for data_prop in (True, False):
+        try:
+            graph = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop).graph
+            break
+        except Exception:
+            continue
     infos = {}
     for value in (*graph.input, *graph.value_info, *graph.output):
         tensor_type = value.type.tensor_type

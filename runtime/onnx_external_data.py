@@ -54,7 +54,12 @@ def external_tensors(model: onnx.ModelProto) -> list[onnx.TensorProto]:
 
 
 def refuse_external_data(model: onnx.ModelProto, source=None) -> None:
-    """Raise when a tensor's data is still external: there is no model folder to resolve it safely."""
+    """Raise when a tensor's data is still external (there is no model folder to resolve it safely) or a
+    tensor declares a negative dim (numpy would read -1 as "whatever is left")."""
+    for tensor in _graph_tensors(model.graph):
+        if any(d < 0 for d in tensor.dims):
+            raise InvalidModelError(f"tensor '{printable(tensor.name)}' declares a negative dim in "
+                                    f"{list(tensor.dims)[:8]}", file=source)
     tensors = external_tensors(model)
     if tensors:
         raise InvalidModelError(f"tensor '{printable(tensors[0].name)}' keeps its data in an external file that was "

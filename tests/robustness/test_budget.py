@@ -116,3 +116,23 @@ def test_the_budget_can_be_raised_and_is_parsed_strictly(tmp_path, monkeypatch):
     done = subprocess.run([sys.executable, "-m", "poolir", "--max-memory", "nonsense", "run", path],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "is not a positive number of bytes" in done.stderr
+
+
+def _constant_shape_models(folder: Path) -> list[Path]:
+    big = helper.make_tensor("s", TensorProto.INT64, [2], [100000, 100000])
+    factor = helper.make_tensor("k", TensorProto.INT64, [2], [100000, 100000])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    graphs = {
+        "constant_of_shape": helper.make_graph([helper.make_node("ConstantOfShape", ["s"], ["z"])], "g", [], [z], [big]),
+        "expand": helper.make_graph([helper.make_node("Expand", ["x", "s"], ["z"])], "g", [x], [z], [big]),
+        "expand_of_a_computed_shape": helper.make_graph(
+            [helper.make_node("Shape", ["x"], ["sh"]), helper.make_node("Mul", ["sh", "k"], ["s2"]),
+             helper.make_node("Expand", ["x", "s2"], ["z"])], "g", [x], [z], [factor]),
+    }
+    return [_save(graph, folder / f"{name}.onnx") for name, graph in graphs.items()]
+
+
+def test_shapes_computed_from_constants_are_checked_before_running(tmp_path):
+    for path in _constant_shape_models(tmp_path):
+        _assert_refused(poolir_capped("run", path), path, "tensor 'z' of shape [100000, 100000]")

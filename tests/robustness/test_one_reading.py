@@ -24,6 +24,11 @@ def _value(name, shape=(1, 3), elem=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
+def _negative_dims() -> onnx.TensorProto:
+    tensor = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[-1, 4], raw_data=bytes(16))
+    return tensor
+
+
 def _commands(path: Path, work: Path) -> list[list]:
     target = work / ("o.xml" if path.suffix == ".onnx" else "o.onnx")
     return [["run", path], ["verify", path], ["convert", path, "-o", target]]
@@ -40,6 +45,8 @@ CASES = {
     "default_domain_twice": (lambda: ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[1])],
                                       [_value("x", (1, 1, 3))], [_value("y", (1, 1, 3))],
                                       (("", 17), ("ai.onnx", 1000)), ()), "imports domain 'ai.onnx' twice"),
+    "negative_initializer_dim": (lambda: ([helper.make_node("Identity", ["w"], ["z"])], [], [_value("z", (1, 4))],
+                                          (("", 17),), [_negative_dims()]), "declares a negative dim in [-1, 4]"),
     "two_inputs_one_name": (lambda: ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[1])],
                                      [_value("x", (1, 1, 3)), _value("x", (1, 1, 3))], [_value("y", (1, 1, 3))],
                                      (("", 17),), ()), "two graph inputs are named 'x'"),
