@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from poolir.ir.errors import UsageError
+from poolir.ir.files import kind_of
 
 
 def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
@@ -116,7 +117,6 @@ def check_output_path(destination: str | os.PathLike) -> None:
     if stat.S_ISLNK(mode):
         raise UsageError("is a symlink; poolir writes regular files only (give the real path)", file=text)
     if not stat.S_ISREG(mode):
-        from poolir.ir.files import kind_of
         raise UsageError(f"is {kind_of(mode)}; poolir writes regular files only", file=text)
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Callable
 
 from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError, printable
+from poolir.ir.files import read_regular
+from poolir.runtime.onnx_external_data import load_external_data
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 # The newest default-domain opset whose operator versions poolir's tables were checked against (onnx 1.23).
@@ -28,9 +30,6 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False):
     example, a graph output declared without a shape, which onnxruntime runs, and the executor validates
     every node it runs itself."""
     import onnx
-
-    from poolir.ir.files import read_regular
-    from poolir.runtime.onnx_external_data import load_external_data
 
     path = Path(path)
     data = read_regular(path)
