@@ -23,6 +23,7 @@ import numpy as np
 
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
+from poolir.ir.infer import infer_with_inputs
 from poolir.ir.model import Layer, Model
 from poolir.runtime import tensor_ops
 from poolir.ir.validate import topological_order, validate_graph
@@ -169,6 +170,11 @@ class IRProgram:
     # Running
 
     def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        dynamic = {s.name: tuple(np.shape(feeds[s.name])) for s in self.inputs if None in (s.shape or (None,))
+                   and s.name in feeds}
+        if dynamic and dynamic != getattr(self, "_checked_shapes", None):  # sizes against the budget, first
+            infer_with_inputs(self.model, dynamic)
+            self._checked_shapes = dynamic
         values: list[np.ndarray | None] = [None] * self._slot_count
         for slot, data in self._constants.items():
             values[slot] = data

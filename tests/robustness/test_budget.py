@@ -136,3 +136,15 @@ def _constant_shape_models(folder: Path) -> list[Path]:
 def test_shapes_computed_from_constants_are_checked_before_running(tmp_path):
     for path in _constant_shape_models(tmp_path):
         _assert_refused(poolir_capped("run", path), path, "tensor 'z' of shape [100000, 100000]")
+
+
+def test_an_ir_run_with_dynamic_inputs_is_checked_with_the_feeds_shapes(tmp_path):
+    b = ir.GraphBuilder("dyn")
+    (y,) = b.add("Multiply", "opset1", [b.parameter("x", "f32", (-1, 1)),
+                                        b.const(np.ones((1, 100000), np.float32), name="c")], name="mul")
+    b.result(y, "y")
+    path = tmp_path / "dyn.xml"
+    ir.write_model(b.build(), path)
+    np.save(tmp_path / "x.npy", np.ones((6000, 1), np.float32))  # a 2.4 GB output
+    done = poolir_capped("run", path, "--input", f"x={tmp_path / 'x.npy'}")
+    _assert_refused(done, path, "layer 'mul' (id 2, Multiply): the inferred output [6000,100000] of f32")
