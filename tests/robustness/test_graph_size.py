@@ -39,7 +39,7 @@ def _poolir(*args, timeout: int = GUARD_SECONDS) -> subprocess.CompletedProcess:
 
 def _seconds(args) -> float:
     best = float("inf")
-    for _ in range(2):  # the best of two: a shared machine's noise only ever adds time
+    for _ in range(3):  # the best of three: a shared machine's noise only ever adds time
         start = time.perf_counter()
         result = invoke_cli("graph-size", args, allowed=(0, 1, 2))
         best = min(best, time.perf_counter() - start)
@@ -66,7 +66,9 @@ def test_commands_are_linear_in_the_graph_size(tmp_path, generator, command):
         if size == 1000:
             _seconds(args)  # warm up imports and caches
         times[size] = _seconds(args)
-    ratio = times[10000] / max(times[1000], 1e-3)
+    # The small size's time is floored at 50 ms: below that, one scheduler hiccup on a shared machine is
+    # the whole measurement (a 1k run once took 31 ms, then 70 ms, for one and the same code).
+    ratio = times[10000] / max(times[1000], 0.05)
     assert ratio < MAX_RATIO, f"{generator} {command[0]}: 1k in {times[1000]:.3f} s, 10k in {times[10000]:.3f} s"
 
 
