@@ -16,7 +16,7 @@ from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPS
 from poolir.converter.onnx_to_ir import onnx_to_ir
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
 from poolir.converter.input_shapes import input_shape_option
-from poolir.ir.errors import PoolirError, UsageError
+from poolir.ir.errors import PoolirError, UsageError, printable
 from poolir.runtime.onnx_model import load_onnx
 from poolir.runtime.session import model_kind
 
@@ -76,8 +76,8 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
     else:
         raise UsageError(f"cannot convert {source} to {destination}: expected .onnx -> .xml or .xml -> .onnx")
     for finding in findings:
-        click.echo(f"poolir: warning: {source}: {finding}", err=True)
-    click.echo(f"wrote {', '.join(str(path) for path in written)}")
+        click.echo(f"poolir: warning: {printable(source)}: {printable(finding)}", err=True)
+    click.echo(f"wrote {', '.join(printable(path, limit=None) for path in written)}")
 
 
 def _make_folder(destination: Path) -> None:

@@ -18,11 +18,12 @@ import click
 import numpy as np
 
 from poolir import runtime
-from poolir.converter.feeds import complete_feeds, fix_shapes, load_archive, load_array
+from poolir.converter.feeds import complete_feeds, fix_shapes
 from poolir.converter.input_shapes import input_shape_option
 from poolir.converter.json_errors import json_option
+from poolir.converter.npz import check_archive_names, load_archive, load_array, save_archive
 from poolir.ir.atomic import atomic_path, refuse_overwriting_inputs
-from poolir.ir.errors import UsageError
+from poolir.ir.errors import UsageError, printable
 from poolir.ir.model import shape_str
 
 
@@ -45,11 +46,11 @@ def _number(value) -> float | None:
 def summarize(name: str, array: np.ndarray) -> dict:
     """Name, shape, dtype and min/max/mean (None for an empty array; NaN shown as None in JSON)."""
     summary = {"name": name, "shape": list(array.shape), "dtype": str(array.dtype)}
-    if array.size == 0:
+    if array.size == 0 or array.dtype.kind not in "biuf" and array.dtype.name != "bfloat16":
         summary.update(min=None, max=None, mean=None)
     else:
-        wide = array.astype(np.float64)
-        summary.update(min=_number(wide.min()), max=_number(wide.max()), mean=_number(wide.mean()))
+        summary.update(min=_number(array.min()), max=_number(array.max()),
+                       mean=_number(array.mean(dtype=np.float64)))
     return summary
 
 
@@ -60,7 +61,7 @@ def _text(summary: dict) -> str:
         stats = "(empty)"
     else:
         stats = f"min {show(summary['min'])}  max {show(summary['max'])}  mean {show(summary['mean'])}"
-    return f"{summary['name']}: shape {shape_str(summary['shape'])}  dtype {summary['dtype']}  {stats}"
+    return f"{printable(summary['name'])}: shape {shape_str(summary['shape'])}  dtype {summary['dtype']}  {stats}"
 
 
 @click.command("run")
@@ -81,7 +82,7 @@ def command(model, input_options, inputs_archive, input_shapes, seed, output, as
     integers over their type's whole range. A dynamic batch alone defaults to 1; other dynamic dims need
     --input-shape or an input file.
     """
-    if output:
+    if output is not None:
         refuse_overwriting_inputs(output, [model, Path(model).with_suffix(".bin"), inputs_archive,
                                            *(_parse_input_option(option)[1] for option in input_options)])
     session = runtime.Session(model)
@@ -93,10 +94,12 @@ def command(model, input_options, inputs_archive, input_shapes, seed, output, as
         given[name] = load_array(path, f"input '{name}'")
     specs = fix_shapes(session.inputs, input_shapes, model, given=list(given), note=_note)
     outputs = session.run(complete_feeds(specs, given, seed, model))
-    if output:
-        with atomic_path(output) as temporary, open(temporary, "wb") as handle:
-            np.savez(handle, **outputs)
+    # Everything is computed and checked before the output file is written: a failure leaves no file.
     summaries = [summarize(name, array) for name, array in outputs.items()]
+    if output is not None:
+        check_archive_names(outputs, file=model)
+        with atomic_path(output) as temporary, open(temporary, "wb") as handle:
+            save_archive(handle, outputs)
     if as_json:
         click.echo(json.dumps({"model": str(Path(model)), "outputs": summaries}, indent=2))
     else:

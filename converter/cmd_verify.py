@@ -17,6 +17,8 @@ from poolir.converter.json_errors import json_option
 from poolir.converter.verify import EXACT, PEERS, ModelReport, Report, Row, verify_paths
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
 from poolir.ir.model import shape_str
+from poolir.converter.verify.examples import walk_folders
+from poolir.ir.errors import printable
 
 STATUS_WORDS = {"reference": "reference", "ok": "ok", "mismatch": "MISMATCH", "refused": "REFUSED",
                 "expected-refused": "refused (expected)", "error": "ERROR"}
@@ -49,7 +51,7 @@ def format_model(model: ModelReport) -> list[str]:
              f"  reference: {reference}; inputs: {model.inputs}"]
     lines += [f"  warning: {warning}" for warning in model.warnings]
     header = ("output", "path", "shape", "dtype", "max abs err", "max rel err", "status")
-    table = [header] + [(r.output, r.path, _shape(r.shape), r.dtype or "-", _number(r.max_abs_error),
+    table = [header] + [(printable(r.output), printable(r.path), _shape(r.shape), r.dtype or "-", _number(r.max_abs_error),
                          _number(r.max_rel_error), STATUS_WORDS.get(r.status, r.status)) for r in model.rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
@@ -57,7 +59,8 @@ def format_model(model: ModelReport) -> list[str]:
     for row in model.rows:
         if row.status in ("mismatch", "refused", "error", "expected-refused"):
             lines.append(f"  {row.output} via {row.path}: {_explain(row)}")
-    return lines
+    # Names, paths and details come from files: a newline or an ANSI escape in one is shown escaped.
+    return [printable(line, limit=None) for line in lines]
 
 
 def _explain(row: Row) -> str:
@@ -80,7 +83,8 @@ def format_summary(report: Report) -> str:
     verdict = "all match" if report.passed else f"{failed} model(s) failed" + (
         f" ({invalid} could not be verified)" if invalid else "")
     summary = f"{len(report.models)} model(s), {sum(counts.values())} row(s): {rows or 'none'} -- {verdict}"
-    lines = [f"\nerror: {m.error['message']}" if m.error is not None else f"\nfailed: {m.source}"
+    lines = [f"\nerror: {printable(m.error['message'], limit=None)}" if m.error is not None
+             else f"\nfailed: {printable(m.source, limit=None)}"
              for m in report.models if not m.passed]
     return summary + "".join(lines)
 
@@ -97,7 +101,7 @@ class _Progress:
         if target is None:
             sys.stderr.write("\r\033[K")
         else:
-            sys.stderr.write(f"\r\033[Kverifying {done + 1}/{total} {target}")
+            sys.stderr.write(f"\r\033[Kverifying {done + 1}/{total} {printable(target, limit=None)}")
         sys.stderr.flush()
 
 
@@ -106,7 +110,7 @@ def _input_files(paths, inputs) -> list[Path]:
     files = [Path(inputs)] if inputs else []
     for path in map(Path, paths or ("examples",)):
         if path.is_dir():
-            files.extend(p for p in path.rglob("*") if p.is_file())
+            files.extend(p for folder in walk_folders(path) for p in folder.iterdir() if p.is_file())
         else:
             files.extend((path, path.with_suffix(".bin")))
     return files
@@ -136,13 +140,13 @@ def command(paths, peers, rtol, atol, inputs, input_shapes, seed, as_json, repor
     Every path is reported, a model that cannot be verified as an error. Exit status: the worst outcome:
     2 when any model is invalid (or on bad usage), else 1 on any mismatch or unexpected refusal, else 0.
     """
-    if report_file:
+    if report_file is not None:
         refuse_overwriting_inputs(report_file, _input_files(paths, inputs))
     report = verify_paths(paths, peers=peers, rtol=rtol, atol=atol, seed=seed, inputs=inputs,
                           input_shapes=input_shapes, progress=_Progress(),
                           note=lambda message: click.echo(message, err=True))
     document = json.dumps(report.to_dict(), indent=2) + "\n"
-    if report_file:
+    if report_file is not None:
         write_files_atomically({report_file: document.encode()})
     if as_json:
         click.echo(document, nl=False)

@@ -14,9 +14,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Mapping, Sequence
 
+import math
+
 import numpy as np
 
-from poolir.ir.errors import FeedError, PoolirError, UsageError
+from poolir.converter.npz import load_archive, load_array  # noqa: F401 (their home before)
+from poolir.ir.budget import check_bytes
+from poolir.ir.errors import BudgetError, FeedError, UsageError
 from poolir.ir.model import shape_str
 from poolir.runtime import TensorSpec
 
@@ -87,35 +91,6 @@ def complete_feeds(inputs: Sequence[TensorSpec], given: Mapping[str, np.ndarray]
     return feeds
 
 
-def load_array(path: str, what: str) -> np.ndarray:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise UsageError("no such file", file=path, where=what) from None
-    except Exception as error:  # numpy's header parser raises ValueError, SyntaxError, TokenError... on bad bytes
-        raise UsageError(f"not a readable .npy file ({type(error).__name__}: {' '.join(str(error).split())})",
-                         file=path, where=what) from None
-    if not isinstance(array, np.ndarray):
-        raise UsageError("expected a single array (.npy), got an archive; use --inputs for .npz", file=path,
-                         where=what)
-    return array
-
-
-def load_archive(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if not hasattr(archive, "files"):
-                raise UsageError("expected an .npz archive of named arrays", file=path)
-            return {name: archive[name] for name in archive.files}
-    except FileNotFoundError:
-        raise UsageError("no such file", file=path) from None
-    except PoolirError:
-        raise
-    except Exception as error:  # zipfile and numpy's header parser raise many types on bad bytes
-        raise UsageError(f"not a readable .npz archive ({type(error).__name__}: {' '.join(str(error).split())})",
-                         file=path) from None
-
-
 def adopt_bfloat16(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """numpy stores bfloat16 arrays as raw 2-byte records (V2); read them back as the declared bfloat16."""
     if array.dtype.kind == "V" and array.dtype.itemsize == dtype.itemsize and dtype.name == "bfloat16":
@@ -132,7 +107,7 @@ def random_input(spec: TensorSpec, seed: int, position: int, source: str | None 
         raise UsageError(f"--seed {seed} must be >= 0")
     try:
         return _random_values(spec, seed, position, hint.format(name=spec.name))
-    except UsageError as error:  # dynamic dims, an element type that cannot be drawn: name the model
+    except (UsageError, BudgetError) as error:  # dynamic dims, an element type that cannot be drawn: name the model
         raise error.located(file=source) from None
     except MemoryError:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
         raise UsageError(f"not enough memory for a random input '{spec.name}' of shape {spec.shape_text()} "
@@ -155,6 +130,11 @@ def _random_values(spec: TensorSpec, seed: int, position: int, hint: str) -> np.
     generator = np.random.default_rng([seed, position])
     shape = tuple(spec.shape)
     dtype = np.dtype(spec.dtype)
+    # Checked against the memory budget before drawing, and drawn in the input's own type (f16 and bf16 through
+    # f32), never through a float64 array twice the size.
+    work = np.dtype(np.float32) if dtype.kind == "V" or dtype.name in ("float16", "bfloat16") else dtype
+    check_bytes(math.prod(shape) * (dtype.itemsize + (work.itemsize if work != dtype else 0)),
+                f"a random input '{spec.name}' of shape {spec.shape_text()}:")
     if dtype == np.bool_:
         return generator.integers(0, 2, size=shape, dtype=np.bool_)
     if dtype.kind in "iu":

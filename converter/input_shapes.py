@@ -43,7 +43,7 @@ def parse_input_shape(text: str, *, allow_dynamic: bool = True) -> tuple[str, tu
                 raise UsageError(f"--input-shape {text!r}: dim {item} left dynamic, but running a model needs "
                                  "every dim")
             dims.append(DYNAMIC)
-        elif item.isdigit() and int(item) >= 1:
+        elif item.isascii() and item.isdigit() and len(item) <= 18 and int(item) >= 1:  # "²".isdigit() is True
             dims.append(int(item))
         else:
             raise UsageError(f"--input-shape {text!r}: dim {item!r} is not a positive integer, -1 or ?")

@@ -1,15 +1,28 @@
-"""Atomic file output: a failed or interrupted write leaves no partial file and never touches inputs."""
+"""Atomic file output: a failed or interrupted write leaves no partial file and never touches inputs.
+
+- Outputs are regular files or new paths only (check_output_path): never a device, a FIFO, a symlink or a folder.
+- SIGTERM and SIGHUP (install_signal_cleanup, done by the CLI) raise SystemExit(128 + signal), so the cleanup
+  below runs: temporaries are removed and a half-replaced pair is put back.
+- Concurrent writers of one pair (`poolir convert a.onnx -o out.xml` twice at once): the renames that replace
+  a pair (.xml + .bin) happen under an exclusive flock on the destination's folder, so each process replaces
+  the whole pair before the other starts, and out.xml never points at another run's out.bin.
+"""
 
 from __future__ import annotations
 
 import os
+import fcntl
 import shutil
+import signal
+import stat
+import threading
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
 
 from poolir.ir.errors import UsageError
+from poolir.ir.files import kind_of
 
 
 def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
@@ -23,6 +36,7 @@ def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
     # (destination, hard-link backup of its old content or None when it did not exist), for every rename
     # done: if a later rename fails, these are put back, so a pair like .xml + .bin is never half new.
     replaced: list[tuple[Path, str | None]] = []
+    lock = None
     try:
         for destination, data in contents.items():
             destination = Path(destination)
@@ -32,6 +46,8 @@ def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+        if len(staged) > 1:
+            lock = _lock_folder(staged[0][1])
         for temporary, destination in staged:
             backup = _backup(destination) if len(staged) > 1 else None
             try:
@@ -52,6 +68,56 @@ def write_files_atomically(contents: Mapping[str | os.PathLike, bytes]) -> None:
                 _discard(os.fspath(destination))
         for temporary, _ in staged:
             _discard(temporary)
+        if lock is not None:
+            os.close(lock)  # releases the flock
+
+
+def _lock_folder(destination: Path) -> int | None:
+    """An exclusive flock on the destination's folder (None where the folder cannot be locked)."""
+    try:
+        fd = os.open(destination.parent or Path("."), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _exit_on_signal(signum, frame) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # once is enough: the cleanup must not be interrupted again
+    raise SystemExit(128 + signum)
+
+
+def install_signal_cleanup() -> None:
+    """Make SIGTERM and SIGHUP exit (128 + signal) through the cleanup of any write under way."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, _exit_on_signal)
+
+
+def check_output_path(destination: str | os.PathLike) -> None:
+    """Raise UsageError unless `destination` is a new path or an existing regular file (not a symlink).
+
+    The atomic rename replaces whatever has the destination's name: a device node (`-o /dev/null`), a
+    symlink (`--report /proc/self/fd/1`) or a FIFO would be swapped for a regular file. poolir refuses."""
+    text = os.fspath(destination)
+    if not text:
+        raise UsageError("the output path is empty")
+    if text.endswith(("/", os.sep)) or os.path.isdir(text):
+        raise UsageError("is a folder; give an output file name", file=text)
+    try:
+        mode = os.lstat(text).st_mode
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as error:
+        raise UsageError(f"cannot write the output: {getattr(error, 'strerror', None) or error}", file=text) from None
+    if stat.S_ISLNK(mode):
+        raise UsageError("is a symlink; poolir writes regular files only (give the real path)", file=text)
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"is {kind_of(mode)}; poolir writes regular files only", file=text)
 
 
 def _temporary_beside(destination: Path, suffix: str) -> tuple[int, str]:
@@ -61,6 +127,7 @@ def _temporary_beside(destination: Path, suffix: str) -> tuple[int, str]:
     mkstemp creates its file with mode 0600 whatever the umask; an output must follow the umask like any
     file a Unix tool creates (0644 under umask 022), so the temporary file gets 0666 & ~umask before it is
     renamed into place."""
+    check_output_path(destination)
     folder = destination.parent or Path(".")
     if not folder.is_dir():
         raise UsageError(f"cannot write the output: the folder {os.fspath(folder)} does not exist",
@@ -109,6 +176,7 @@ def refuse_overwriting_inputs(destination: str | os.PathLike, inputs: Iterable[s
 
     Every command calls this for each output before doing any work: an output must never replace an input.
     """
+    check_output_path(destination)
     destination = Path(destination)
     for source in inputs:
         if source is None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from poolir.ir.element_types import DTYPES
-from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
+from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError, printable
 from poolir.ir.model import Dim, Shape
 
 REQUIRED = object()  # marker: the attribute has no default
@@ -27,11 +27,22 @@ class AttrKind:
     format: Callable[[Any], str]
 
 
+# An integer in a file: ASCII digits only (int() also takes '٣'), at most 20 of them (uint64; Python refuses
+# int() of more than 4300 digits with a ValueError, and no dim, id or kernel needs more).
+INTEGER_PATTERN = re.compile(r"[+-]?[0-9]{1,20}", re.ASCII)
+
+
+def parse_integer(text: str) -> int | None:
+    """The int that `text` spells (spaces around allowed), or None when it is not one (see INTEGER_PATTERN)."""
+    text = str(text).strip()
+    return int(text) if INTEGER_PATTERN.fullmatch(text) else None
+
+
 def _parse_int(text: str) -> int:
-    text = text.strip()
-    if not re.fullmatch(r"[+-]?\d+", text):
-        raise UsageError(f"{text!r} is not an integer")
-    return int(text)
+    value = parse_integer(text)
+    if value is None:
+        raise UsageError(f"{printable(text.strip(), 60)!r} is not an integer (at most 20 ASCII digits)")
+    return value
 
 
 def _parse_ints(text: str) -> tuple[int, ...]:
@@ -72,11 +83,10 @@ def parse_dim(text: str) -> Dim:
         return Dim.dynamic()
     if ".." in text:
         low, _, high = text.partition("..")
-        try:
-            low_value = int(low) if low.strip() else 0
-            high_value = int(high) if high.strip() else None
-        except ValueError:
-            raise UsageError(f"dimension {text!r} is not an integer range") from None
+        low_value = parse_integer(low) if low.strip() else 0
+        high_value = parse_integer(high) if high.strip() else None
+        if low_value is None or (high.strip() and high_value is None):
+            raise UsageError(f"dimension {printable(text, 60)!r} is not an integer range")
         if low_value < 0 or (high_value is not None and high_value < low_value):
             raise UsageError(f"dimension range {text!r} is empty or negative")
         return Dim(low_value, high_value)

@@ -13,6 +13,33 @@ A message names, in this order, the file, the layer or node, and the problem:
 from __future__ import annotations
 
 import os
+import re
+
+# A message is one line of reasonable length whatever a hostile file holds: a word (a run without spaces,
+# such as a 2 MB attribute value) is cut at WORD_LIMIT characters, the whole message at MESSAGE_LIMIT.
+WORD_LIMIT = 200
+MESSAGE_LIMIT = 2000
+NAME_LIMIT = 200
+
+
+def printable(text, limit: int | None = NAME_LIMIT, word_limit: int | None = None) -> str:
+    """The one escaping of user-controlled text (names, values, paths) before poolir prints it.
+
+    Every character that is not printable (a newline, an ANSI escape \\x1b, \\x15) is shown escaped, so no
+    file can add a line to poolir's output or drive the terminal; text longer than `limit` characters (and
+    any word longer than `word_limit`) is cut with an ellipsis. Used by every printer and every error."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="backslashreplace")
+    text = str(text)
+    if word_limit is not None:  # first, so that the end of a message survives a huge value in its middle
+        text = re.sub(r"\S{%d,}" % (word_limit + 1), lambda m: m.group(0)[:word_limit] + "…", text)
+    if limit is not None and len(text) > 4 * limit:
+        text = text[:4 * limit]
+    escaped = text if text.isprintable() else "".join(char if char.isprintable() else repr(char)[1:-1]
+                                                      for char in text)
+    if limit is not None and len(escaped) > limit:
+        escaped = escaped[:limit] + "…"
+    return escaped
 
 
 class PoolirError(Exception):
@@ -26,10 +53,7 @@ class PoolirError(Exception):
 
     def _format(self) -> str:
         parts = [p for p in (self.file, self.where) if p]
-        # One line whatever a hostile file puts in its names or values: every character that is not
-        # printable (a newline, \x15) is shown escaped.
-        return "".join(char if char.isprintable() or char == " " else repr(char)[1:-1]
-                       for char in ": ".join([*parts, self.problem]))
+        return printable(": ".join([*parts, self.problem]), limit=MESSAGE_LIMIT, word_limit=WORD_LIMIT)
 
     def located(self, *, file: str | os.PathLike | None = None, where: str | None = None) -> "PoolirError":
         """Return a copy of this error with the file and/or location filled in where missing."""
@@ -64,6 +88,10 @@ class UsageError(PoolirError):
     """A command-line or API argument is invalid."""
 
 
+class BudgetError(PoolirError):
+    """A file asks for more memory than the budget allows (ir.budget): refused before allocating."""
+
+
 def as_model_error(error: PoolirError) -> PoolirError:
     """A UsageError raised while reading a model's content is the file's fault: an InvalidModelError."""
     if isinstance(error, UsageError):
@@ -84,4 +112,4 @@ def node_label(name: str, op_type: str | None = None) -> str:
 
 def _one_line(text: str) -> str:
     """Names come from untrusted files; a newline in one must not break the one-line message."""
-    return str(text).replace("\r", "\\r").replace("\n", "\\n")
+    return printable(text)

@@ -16,18 +16,20 @@ kernel larger than the padded input, a Reshape that changes the element count) r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
 
 from poolir.ir.errors import InvalidModelError, PoolirError, as_model_error
 from poolir.ir.limits import check_inferred_size
-from poolir.ir.model import Layer, Model, Shape, shape_str
+from poolir.ir.model import Layer, Model, Shape, shape_str, static_shape
 from poolir.ir.ops import SHAPE_RULES
 from poolir.ir.ops.pooling import pool_windows_of  # re-exported: its home before ir/ops (compatibility)
 from poolir.ir.schema import op_version
 from poolir.ir.shapes import TensorInfo
 from poolir.ir.validate import topological_order
 
-__all__ = ["Inference", "ShapeWarning", "TensorInfo", "check", "infer_layer", "infer_model", "pool_windows_of"]
+__all__ = ["Inference", "ShapeWarning", "TensorInfo", "check", "infer_layer", "infer_model", "infer_with_inputs",
+           "pool_windows_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +91,7 @@ def infer_model(model: Model) -> Inference:
                 raise InvalidModelError(f"declares {len(layer.outputs)} output ports, "
                                         f"{layer.type} has {len(results)} here")
             for info in results:
-                check_inferred_size(info.shape)
+                check_inferred_size(info.shape, info.element_type)
         except PoolirError as error:
             raise as_model_error(error).located(file=model.source, where=where) from None
         for port, info in zip(layer.outputs, results):
@@ -119,3 +121,17 @@ def infer_layer(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     """Output infos of one layer from its input infos. Raises PoolirError (unlocated)."""
     op_version(layer.type, layer.version).check_port_count("input", len(inputs))
     return SHAPE_RULES[layer.type](layer, inputs)
+
+
+def infer_with_inputs(model: Model, shapes: Mapping[str, Sequence[int]]) -> Inference:
+    """Inference again with the Parameters named in `shapes` (by input name: the port's first name, else the
+    layer's) fixed to those static shapes: every output is checked against the memory budget on the way, so
+    a run with dynamic inputs is refused before it allocates what the feeds' shapes would make it."""
+    layers = []
+    for layer in model.layers:
+        if layer.type == "Parameter" and layer.outputs:
+            name = layer.outputs[0].names[0] if layer.outputs[0].names else layer.name
+            if name in shapes:
+                layer = replace(layer, attrs=dict(layer.attrs, shape=static_shape(shapes[name])))
+        layers.append(layer)
+    return infer_model(Model(model.name, model.version, layers, list(model.edges), model.rt_info, model.source))

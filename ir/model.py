@@ -95,6 +95,9 @@ class Layer:
     # Other attributes of the <layer> element, kept verbatim in file order (OpenVINO 2025+ writes
     # `output_names` on Result layers).
     element_attrs: dict[str, str] = field(default_factory=dict)
+    # port id -> port, built on first use (Layer.port is called once per edge: a scan would make a Concat of
+    # n inputs quadratic); rebuilt when the port lists change.
+    _ports: dict[int, Port] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def opset(self) -> int:
@@ -107,16 +110,20 @@ class Layer:
         return layer_label(self.name, self.id, self.type)
 
     def port(self, port_id: int) -> Port:
-        for port in (*self.inputs, *self.outputs):
-            if port.id == port_id:
-                return port
-        raise KeyError(port_id)
+        port = self._ports.get(port_id)
+        if port is None or port.id != port_id or len(self._ports) > len(self.inputs) + len(self.outputs):
+            # The first of (*inputs, *outputs) with the id wins, as a scan would find it.
+            self._ports = {candidate.id: candidate for candidate in reversed((*self.inputs, *self.outputs))}
+            port = self._ports.get(port_id)
+            if port is None:
+                raise KeyError(port_id)
+        return port
 
 
 def opset_number(version: str) -> int:
     """The N of an opset name "opsetN" ("opset16" -> 16); 0 for any other text."""
     digits = version[len("opset"):] if version.startswith("opset") else ""
-    return int(digits) if digits.isdecimal() else 0
+    return int(digits) if digits.isascii() and digits.isdecimal() and len(digits) <= 9 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,12 +142,22 @@ class Model:
     edges: list[Edge] = field(default_factory=list)
     rt_info: str | None = None  # serialized <rt_info> of the net, kept verbatim
     source: str | None = None  # the .xml path it was read from, for messages
+    # Indexes built on first use so that layer(id) and producer(...) are O(1), not a scan per call (which
+    # made graph walks quadratic); rebuilt when a lookup finds them stale.
+    _by_id: dict[int, Layer] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _producers: dict[tuple[int, int], Edge] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _edge_count: int = field(default=-1, init=False, repr=False, compare=False)
 
     def layer(self, layer_id: int) -> Layer:
-        for layer in self.layers:
-            if layer.id == layer_id:
-                return layer
-        raise KeyError(layer_id)
+        layer = self._by_id.get(layer_id)
+        if layer is None or layer.id != layer_id or len(self._by_id) > len(self.layers):
+            self._by_id = {}
+            for candidate in self.layers:
+                self._by_id.setdefault(candidate.id, candidate)
+            layer = self._by_id.get(layer_id)
+            if layer is None:
+                raise KeyError(layer_id)
+        return layer
 
     def layers_of_type(self, layer_type: str) -> Iterator[Layer]:
         return (layer for layer in self.layers if layer.type == layer_type)
@@ -155,7 +172,12 @@ class Model:
 
     def producer(self, layer_id: int, port_id: int) -> Edge | None:
         """The edge feeding input port `port_id` of layer `layer_id`, if any."""
-        for edge in self.edges:
-            if edge.to_layer == layer_id and edge.to_port == port_id:
-                return edge
-        return None
+        key = (layer_id, port_id)
+        edge = self._producers.get(key)
+        if self._edge_count != len(self.edges) or (edge is not None and (edge.to_layer, edge.to_port) != key):
+            self._producers = {}
+            for candidate in self.edges:
+                self._producers.setdefault((candidate.to_layer, candidate.to_port), candidate)
+            self._edge_count = len(self.edges)
+            edge = self._producers.get(key)
+        return edge

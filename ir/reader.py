@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 from lxml import etree
 
-from poolir.ir.attributes import parse_dim
+from poolir.ir.attributes import parse_dim, parse_integer
 from poolir.ir.element_types import DTYPES, PRECISIONS
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error, layer_label
+from poolir.ir.files import read_regular
 from poolir.ir.infer import infer_model
 from poolir.ir.limits import MAX_ELEMENTS, check_declared_size
 from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Edge, Layer, Model, Port, Shape
@@ -64,20 +65,13 @@ def read_model(path: str | os.PathLike) -> Model:
     """Read an IR `.xml` and the `.bin` beside it (same name, `.bin` extension; needed only for Const)."""
     path = Path(path)
     source = os.fspath(path)
-    try:
-        xml_bytes = path.read_bytes()
-    except OSError as error:
-        raise InvalidModelError(f"cannot read the file: {error.strerror or error}", file=source) from None
+    xml_bytes = read_regular(path, error=InvalidModelError)
     bin_path = path.with_suffix(".bin")
 
     def load_weights() -> bytes:
-        try:
-            return bin_path.read_bytes()
-        except FileNotFoundError:
-            raise InvalidModelError(f"the weights file {os.fspath(bin_path)} is missing", file=source) from None
-        except OSError as error:
-            raise InvalidModelError(f"cannot read the weights file {os.fspath(bin_path)}: "
-                                    f"{error.strerror or error}", file=source) from None
+        if not os.path.lexists(bin_path):
+            raise InvalidModelError(f"the weights file {os.fspath(bin_path)} is missing", file=source)
+        return read_regular(bin_path, error=InvalidModelError, file=source, what="the weights file")
 
     return parse_model(xml_bytes, load_weights, source=source)
 
@@ -276,6 +270,8 @@ def _int_attr(element: etree._Element, key: str, source: str, where: str) -> int
     text = element.get(key)
     if text is None:
         raise InvalidModelError(f"attribute {key!r} is missing", file=source, where=where)
-    if not re.fullmatch(r"\s*[+-]?\d+\s*", text):
-        raise InvalidModelError(f"attribute {key!r} = {text!r} is not an integer", file=source, where=where)
-    return int(text)
+    value = parse_integer(text)
+    if value is None:
+        raise InvalidModelError(f"attribute {key!r} = {text!r} is not an integer (at most 20 ASCII digits)",
+                                file=source, where=where)
+    return value

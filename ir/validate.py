@@ -36,6 +36,9 @@ def validate_graph(model: Model) -> None:
             raise InvalidModelError("the Const has no data", file=source, where=layer.label)
 
     fed: dict[tuple[int, int], object] = {}
+    # Port ids per layer, once: a scan of the ports per edge made a Concat of n inputs quadratic.
+    output_ids = {layer.id: {port.id for port in layer.outputs} for layer in model.layers}
+    input_ids = {layer.id: {port.id for port in layer.inputs} for layer in model.layers}
     for edge in model.edges:
         text = (f"edge from layer {edge.from_layer} port {edge.from_port} "
                 f"to layer {edge.to_layer} port {edge.to_port}")
@@ -44,10 +47,10 @@ def validate_graph(model: Model) -> None:
         if source_layer is None or target_layer is None:
             missing = edge.from_layer if source_layer is None else edge.to_layer
             raise InvalidModelError(f"{text}: there is no layer with id {missing} (a dangling edge)", file=source)
-        if not any(port.id == edge.from_port for port in source_layer.outputs):
+        if edge.from_port not in output_ids[edge.from_layer]:
             raise InvalidModelError(f"{text}: port {edge.from_port} is not an output port of this layer "
                                     "(a dangling edge)", file=source, where=source_layer.label)
-        if not any(port.id == edge.to_port for port in target_layer.inputs):
+        if edge.to_port not in input_ids[edge.to_layer]:
             raise InvalidModelError(f"{text}: port {edge.to_port} is not an input port of this layer "
                                     "(a dangling edge)", file=source, where=target_layer.label)
         if (edge.to_layer, edge.to_port) in fed:
@@ -58,7 +61,28 @@ def validate_graph(model: Model) -> None:
         for port in layer.inputs:
             if (layer.id, port.id) not in fed:
                 raise InvalidModelError(f"input port {port.id} is not connected", file=source, where=layer.label)
+    check_names(model)
     topological_order(model)
+
+
+def check_names(model: Model) -> None:
+    """One reading of the graph's names for every command (run, convert, verify): a tensor name belongs to one
+    output port, and each Parameter has its own input name (its port's first name, else its layer name)."""
+    owners: dict[str, Layer] = {}
+    for layer in model.layers:
+        for port in layer.outputs:
+            for name in port.names:
+                owner = owners.setdefault(name, layer)
+                if owner is not layer:
+                    raise InvalidModelError(f"the tensor name '{name}' is also the name of an output of {owner.label}",
+                                            file=model.source, where=layer.label)
+    inputs: dict[str, Layer] = {}
+    for layer in model.layers:
+        if layer.type == "Parameter" and layer.outputs:
+            name = layer.outputs[0].names[0] if layer.outputs[0].names else layer.name
+            if inputs.setdefault(name, layer) is not layer:
+                raise InvalidModelError(f"two Parameters have the input name '{name}'", file=model.source,
+                                        where=layer.label)
 
 
 def topological_order(model: Model) -> list[Layer]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, layer_label
+from poolir.ir.infer import infer_with_inputs
 from poolir.ir.model import Layer, Model
 from poolir.ir.validate import topological_order, validate_graph
 from poolir.runtime.ir_ops.registry import BUILDERS, EXECUTOR_LAYER_TYPES, LayerFn, LayerInfo, supported_layer_types
@@ -99,8 +100,10 @@ class IRProgram:
     def _plan_parameter(self, layer: Layer, outputs: tuple[int, ...]) -> None:
         port = layer.outputs[0]
         name = port.names[0] if port.names else layer.name
-        if any(existing == name for existing, _ in self._parameters):
+        seen = self.__dict__.setdefault("_input_names", set())  # a set: a scan per Parameter was quadratic
+        if name in seen:
             raise InvalidModelError(f"two Parameters have the input name '{name}'")
+        seen.add(name)
         element_type = layer.attrs.get("element_type") or port.element_type
         if element_type is None:
             raise InvalidModelError("the Parameter has no element_type")
@@ -126,8 +129,10 @@ class IRProgram:
                      inputs: tuple[int, ...]) -> None:
         port = layers[source[0]].port(source[1])
         name = port.names[0] if port.names else layer.name
-        if name in self.outputs:
+        seen = self.__dict__.setdefault("_output_names", set())  # a set: a scan per Result was quadratic
+        if name in seen:
             raise InvalidModelError(f"two Results have the output name '{name}'")
+        seen.add(name)
         self.outputs.append(name)
         self._results.append((name, inputs[0]))
 
@@ -135,6 +140,11 @@ class IRProgram:
     # Running
 
     def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        dynamic = {s.name: tuple(np.shape(feeds[s.name])) for s in self.inputs if None in (s.shape or (None,))
+                   and s.name in feeds}
+        if dynamic and dynamic != getattr(self, "_checked_shapes", None):  # sizes against the budget, first
+            infer_with_inputs(self.model, dynamic)
+            self._checked_shapes = dynamic
         values: list[np.ndarray | None] = [None] * self._slot_count
         for slot, data in self._constants.items():
             values[slot] = data

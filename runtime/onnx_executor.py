@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import heapq
 import inspect
 from typing import Any, Mapping
 
@@ -23,6 +24,8 @@ import onnx
 from onnx import numpy_helper
 
 from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
+from poolir.runtime.onnx_external_data import refuse_external_data
+from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
@@ -39,11 +42,14 @@ def _declared_shape(tensor_type: onnx.TypeProto.Tensor) -> tuple[int | None, ...
 
 def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None, tuple | None]]:
     """Element type and shape (None where unknown) of every value onnx's shape inference can type."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-        graph = inferred.graph
-    except Exception:  # inference is a planning aid only; the run-time checks remain
-        graph = model.graph
+    graph = model.graph  # inference is a planning aid only; the run-time checks remain
+    # data_prop first: shapes computed by Shape -> Mul -> Expand are known too (the memory budget checks them)
+    for data_prop in (True, False):
+        try:
+            graph = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop).graph
+            break
+        except Exception:
+            continue
     infos = {}
     for value in (*graph.input, *graph.value_info, *graph.output):
         tensor_type = value.type.tensor_type
@@ -80,6 +86,7 @@ class OnnxProgram:
     def __init__(self, model: onnx.ModelProto, *, source: str | None = None):
         self.source = source
         graph = model.graph
+        refuse_external_data(model, source)  # never resolved against the current folder
         self.opset = default_opset(model, source)
         refuse_unsupported(model, self.opset, self._supports, first_opset, source=source)
 
@@ -91,7 +98,11 @@ class OnnxProgram:
                 raise InvalidModelError(f"initializer '{initializer.name}' cannot be read: {error}",
                                         file=source) from None
         infos = _value_info_types(model)
+        check_value_sizes(infos, source)  # every tensor whose size is known now, against the memory budget
         self.inputs = [self._input_spec(value) for value in graph.input if value.name not in self._constants]
+        self._model = model
+        self._dynamic = [spec.name for spec in self.inputs if spec.shape is None or None in spec.shape]
+        self._checked_shapes = None
         self.outputs = [value.name for value in graph.output]
         self._steps = self._plan(graph, infos)
 
@@ -115,27 +126,44 @@ class OnnxProgram:
 
     def _ordered_nodes(self, graph: onnx.GraphProto) -> list[tuple[int, onnx.NodeProto]]:
         """Nodes in an order where every input is produced before use (ONNX requires the file order to
-        be one already; other orders are accepted, dangling inputs and cycles are not)."""
+        be one already; other orders are accepted, dangling inputs and cycles are not).
+
+        Kahn's algorithm, the ready node earliest in the file first (a sorted graph keeps its order): linear
+        in the graph's size up to the heap's log, whatever the file order."""
         available = {"", *self._constants, *(v.name for v in graph.input)}
-        pending = list(enumerate(graph.node))
+        nodes = list(graph.node)
+        waiting = [0] * len(nodes)
+        consumers: dict[str, list[int]] = {}
+        for index, node in enumerate(nodes):
+            missing = {name for name in node.input if name not in available}
+            waiting[index] = len(missing)
+            for name in missing:
+                consumers.setdefault(name, []).append(index)
+        ready = [index for index, count in enumerate(waiting) if count == 0]
+        heapq.heapify(ready)
         ordered = []
-        while pending:
-            remaining = []
-            for index, node in pending:
-                if all(name in available for name in node.input):
-                    ordered.append((index, node))
-                    available.update(node.output)
-                else:
-                    remaining.append((index, node))
-            if len(remaining) == len(pending):
-                index, node = remaining[0]
-                missing = [name for name in node.input if name not in available]
-                produced_later = {out for _, n in remaining for out in n.output}
-                problem = ("is part of a cycle" if all(m in produced_later for m in missing)
-                           else "is produced by no node, initializer or graph input")
-                raise InvalidModelError(f"input '{missing[0]}' {problem}", file=self.source,
-                                        where=self._label(index, node))
-            pending = remaining
+        while ready:
+            index = heapq.heappop(ready)
+            node = nodes[index]
+            ordered.append((index, node))
+            for name in node.output:
+                if name in available:
+                    continue
+                available.add(name)
+                for consumer in consumers.pop(name, ()):
+                    waiting[consumer] -= 1
+                    if waiting[consumer] == 0:
+                        heapq.heappush(ready, consumer)
+        if len(ordered) != len(nodes):
+            done = {index for index, _ in ordered}
+            remaining = [index for index in range(len(nodes)) if index not in done]
+            index, node = remaining[0], nodes[remaining[0]]
+            missing = [name for name in node.input if name not in available]
+            produced_later = {out for i in remaining for out in nodes[i].output}
+            problem = ("is part of a cycle" if all(m in produced_later for m in missing)
+                       else "is produced by no node, initializer or graph input")
+            raise InvalidModelError(f"input '{missing[0]}' {problem}", file=self.source,
+                                    where=self._label(index, node))
         for name in self.outputs:
             if name not in available:
                 raise InvalidModelError(f"graph output '{name}' is produced by no node or input", file=self.source)
@@ -194,6 +222,11 @@ class OnnxProgram:
     # -- execution ----------------------------------------------------------------------------------
 
     def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if self._dynamic:  # the sizes of this run's tensors, known from the feeds: checked before any node runs
+            shapes = {name: tuple(feeds[name].shape) for name in self._dynamic}
+            if shapes != self._checked_shapes:
+                check_value_sizes(_value_info_types(with_input_shapes(self._model, shapes)), self.source)
+                self._checked_shapes = shapes
         values: dict[str, Any] = dict(self._constants)
         values.update(feeds)
         values[""] = None  # an omitted optional input
@@ -206,6 +239,9 @@ class OnnxProgram:
             except (ValueError, IndexError) as error:
                 raise InvalidModelError(f"cannot execute for the given inputs: {error}", file=self.source,
                                         where=label) from None
+            if len(results) < len(outputs):  # e.g. a Split asked for more parts than its axis has elements
+                raise InvalidModelError(f"computes {len(results)} outputs for the given inputs, but the node "
+                                        f"declares {len(outputs)}", file=self.source, where=label)
             for name, result in zip(outputs, results):
                 if name:
                     values[name] = result

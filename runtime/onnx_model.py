@@ -14,7 +14,9 @@ from typing import Callable
 
 import onnx
 
-from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
+from poolir.ir.errors import InvalidModelError, UnsupportedError, printable
+from poolir.ir.files import read_regular
+from poolir.runtime.onnx_external_data import load_external_data
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 # The newest default-domain opset whose operator versions poolir's tables were checked against (onnx 1.23).
@@ -29,18 +31,20 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False, warn: Callable[[s
     change the model's meaning is told to `warn`, naming the value; one that does is an InvalidModelError.
     Running (run, verify, Session) does not check: the executor validates every node it runs itself."""
     path = Path(path)
-    if not path.is_file():
-        raise UsageError("no such file", file=path)
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InvalidModelError(f"cannot read the file: {error.strerror or error}", file=path) from None
+    data = read_regular(path)
     if not data:
         raise InvalidModelError("the file is empty", file=path)
     try:
         model = onnx.load_model_from_string(data)
     except Exception as error:  # protobuf's DecodeError and friends: a malformed file
         raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
+    # Tensors stored in another file are loaded now, from the model's own folder only (never the current one).
+    load_external_data(model, path.parent, source=path)
+    check_graph_names(model, path)
+    try:
+        imported_opsets(model)
+    except InvalidModelError as error:
+        raise error.located(file=path) from None
     if check:
         for finding in check_onnx(model, path):
             if warn is not None:
@@ -78,7 +82,7 @@ def check_onnx(model, source: str | os.PathLike | None = None) -> list[str]:
                 missing.append("shape")
                 tensor.shape.SetInParent()
             if missing:
-                findings.append(f"{kind} '{_one_line(value.name)}' declares no {' and no '.join(missing)}; "
+                findings.append(f"{kind} '{printable(value.name)}' declares no {' and no '.join(missing)}; "
                                 "read as unknown")
     try:
         onnx.checker.check_model(relaxed)
@@ -88,16 +92,33 @@ def check_onnx(model, source: str | os.PathLike | None = None) -> list[str]:
     return findings
 
 
-def _one_line(text: str) -> str:
-    return str(text).replace("\r", "\\r").replace("\n", "\\n")
-
-
 def imported_opsets(model) -> dict[str, int]:
-    """domain -> imported version, with the default domain under "" (whether spelled "" or "ai.onnx")."""
-    opsets = {(entry.domain or ""): int(entry.version) for entry in model.opset_import}
-    if "ai.onnx" in opsets:
-        opsets.setdefault("", opsets["ai.onnx"])
+    """domain -> imported version, with the default domain under "" (whether spelled "" or "ai.onnx").
+
+    A domain imported twice with two versions ("" 17 and "ai.onnx" 1000) has no one reading: refused."""
+    opsets: dict[str, int] = {}
+    for entry in model.opset_import:
+        domain = "" if (entry.domain or "") in DEFAULT_DOMAINS else entry.domain
+        version = int(entry.version)
+        if opsets.setdefault(domain, version) != version:
+            raise InvalidModelError(f"the model imports domain '{printable(domain or 'ai.onnx')}' twice, as opset "
+                                    f"{opsets[domain]} and {version}")
     return opsets
+
+
+def check_graph_names(model, source=None) -> None:
+    """One reading for every command: graph input and output names are text and unique (onnx.checker, which
+    only convert and inspect run, refuses the same)."""
+    graph = model.graph
+    for what, values in (("input", graph.input), ("output", graph.output)):
+        seen: set = set()
+        for value in values:
+            if isinstance(value.name, bytes):
+                raise InvalidModelError(f"a graph {what} name {printable(value.name)!r} is not valid UTF-8 text",
+                                        file=source)
+            if value.name in seen:
+                raise InvalidModelError(f"two graph {what}s are named '{printable(value.name)}'", file=source)
+            seen.add(value.name)
 
 
 def default_opset(model, source: str | os.PathLike | None = None) -> int:

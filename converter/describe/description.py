@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from poolir.ir.errors import printable
 from poolir.ir.model import Dim
 
 
@@ -76,7 +77,8 @@ class ModelDescription:
                                  f"inferred {inferred}")
         lines.append(f"warnings: {len(self.warnings)}")
         lines.extend(f"  warning: {warning}" for warning in self.warnings)
-        return "\n".join(lines)
+        # Names and values come from the file: a newline or an ANSI escape in one is shown escaped.
+        return "\n".join(printable(line, limit=None) for line in lines)
 
 
 def dims_text(dims: list[int | str] | None) -> str:

@@ -30,6 +30,9 @@ class Context:
     producers: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     consumers: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
     by_id: dict[int, Layer] = field(default_factory=dict)
+    output_names: set[str] = field(default_factory=set)  # the graph outputs' names so far
+    # base -> the next suffix fresh() tries: n names from one base cost n tries, not n*n/2
+    next_suffix: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.by_id = {layer.id: layer for layer in self.model.layers}
@@ -54,9 +57,12 @@ class Context:
 
     def fresh(self, base: str) -> str:
         """A new ONNX name from `base`, avoiding taken and reserved names."""
-        name, suffix = base, 1
+        name, suffix = base, self.next_suffix.get(base, 1)
+        if suffix > 1:
+            name = f"{base}_{suffix - 1}"
         while name in self.used or name in self.reserved:
             name, suffix = f"{base}_{suffix}", suffix + 1
+        self.next_suffix[base] = suffix
         self.used.add(name)
         return name
 

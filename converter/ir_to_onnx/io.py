@@ -29,7 +29,7 @@ def result(context: Context, layer: Layer) -> None:
     source_port = context.by_id[producer[0]].port(producer[1])
     wanted = port_name(source_port) or layer.name
     tensor = context.tensors[producer]
-    outputs = {output.name for _, output in context.graph_outputs}
+    outputs = context.output_names
     if wanted == tensor and wanted not in outputs:
         name = tensor
     else:
@@ -37,6 +37,7 @@ def result(context: Context, layer: Layer) -> None:
         name = context.claim(wanted if wanted not in outputs else layer.name)
         context.node_into("Identity", [tensor], [name], layer.name)
     context.graph_outputs.append((layer.id, value_info(name, context.input_info(layer, 0))))
+    outputs.add(name)
 
 
 CONVERTERS = {"Parameter": parameter, "Const": const, "Result": result}

@@ -9,10 +9,13 @@ does the same for its example (for expected values its source rounds), and argum
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
 
+from poolir.ir.errors import UsageError
 from poolir.ir.model import shape_str
 
 
@@ -23,6 +26,19 @@ class Tolerance:
 
 
 EXACT = Tolerance(0.0, 0.0)
+# The largest tolerance verify accepts, from the command line or a manifest: a relative error of 100% (or an
+# absolute error of 1) already hides any wrong window; above it, "verify passed" would mean nothing.
+MAX_TOLERANCE = 1.0
+
+
+def check_tolerance(name: str, value, file=None) -> float:
+    """`value` as a tolerance (finite, >= 0, <= MAX_TOLERANCE) or a UsageError naming `name` (and `file`)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{name} {str(value)[:40]!r} must be a number", file=file)
+    value = float(value)
+    if not (math.isfinite(value) and 0 <= value <= MAX_TOLERANCE):
+        raise UsageError(f"{name} {value} must be a finite number >= 0 and <= {MAX_TOLERANCE:g}", file=file)
+    return value
 # Floating defaults, by the expected output's dtype: about two units in the last place relative, and an
 # absolute floor for results near zero (averages of mixed signs cancel). Every engine accumulates in at
 # least float32 but in its own order, so half-precision results may differ by a rounding step.

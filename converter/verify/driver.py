@@ -37,7 +37,7 @@ import numpy as np
 
 from poolir import ir, runtime
 from poolir.converter.feeds import VERIFY_INPUT_HINT, complete_feeds, fix_shapes
-from poolir.converter.verify.compare import COMPUTED_AS, Row, compare, tolerance_for
+from poolir.converter.verify.compare import COMPUTED_AS, Row, check_tolerance, compare, tolerance_for
 from poolir.converter.verify.examples import EXAMPLE_MODELS, Manifest, expand, load_arrays, read_manifest
 from poolir.converter.verify.paths import PathOutcome, check_peers, ir_paths, onnx_paths
 from poolir.converter.verify.report import ModelReport, Report
@@ -90,11 +90,15 @@ def _verify_model(path: Path, peers, rtol, atol, seed, inputs, inputs_source, ex
     specs = fix_shapes(session.inputs, input_shapes, str(path), given=list(inputs or {}), note=note)
     feeds = complete_feeds(specs, inputs, seed, str(path), hint=VERIFY_INPUT_HINT)
     reference_names = list(expected) if expected is not None else list(session.outputs)
-    with tempfile.TemporaryDirectory(prefix="poolir-verify-") as workdir:
-        if kind == "onnx":
-            outcomes = onnx_paths(model, feeds, peers, reference_names, Path(workdir), input_shapes=input_shapes)
-        else:
-            outcomes = ir_paths(model, path, feeds, peers, reference_names)
+    try:
+        with tempfile.TemporaryDirectory(prefix="poolir-verify-") as workdir:
+            if kind == "onnx":
+                outcomes = onnx_paths(model, feeds, peers, reference_names, Path(workdir),
+                                      input_shapes=input_shapes)
+            else:
+                outcomes = ir_paths(model, path, feeds, peers, reference_names)
+    except PoolirError as error:  # the reference path could not run: the model's fault, named
+        raise error.located(file=path) from None
     if expected is not None:
         reference_outputs, reference = dict(expected), "expected.npz"
     else:
@@ -178,8 +182,8 @@ def verify_paths(paths: Sequence[str | os.PathLike] = (), *, peers: Sequence[str
     """
     peers = check_peers(peers)
     for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            raise UsageError(f"--{name} {value} must be a finite number >= 0")
+        if value is not None:
+            check_tolerance(f"--{name}", value)
     given_inputs = load_arrays(Path(inputs)) if inputs is not None else None
     targets = expand(paths)
     report = Report([], peers, rtol, atol, seed)

@@ -12,14 +12,15 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import ml_dtypes
 import numpy as np
 
 from poolir.converter.feeds import adopt_bfloat16, load_archive
-from poolir.converter.verify.compare import Tolerance
-from poolir.ir.errors import InvalidModelError, UsageError
+from poolir.converter.verify.compare import Tolerance, check_tolerance
+from poolir.ir.errors import InvalidModelError, UsageError, printable
+from poolir.ir.files import read_regular
 
 EXAMPLE_MODELS = ("model.onnx", "model.xml")
 DEFAULT_EXAMPLES = "examples"
@@ -35,16 +36,30 @@ class Manifest:
     expected_refused: dict[str, str] = field(default_factory=dict)
 
 
+# The keys a manifest may hold (the documentation keys the bundled examples write, and the three verify reads),
+# checked like command-line options: a misspelt "tolerence" must not silently fall back to the defaults.
+MANIFEST_KEYS = frozenset({"cross_checks", "expected", "expected_refused", "expected_source", "generated_by",
+                           "generated_with", "inputs", "models", "name", "notes", "title", "tolerance"})
+TOLERANCE_KEYS = frozenset({"rtol", "atol", "reason"})
+
+
 def read_manifest(folder: Path) -> Manifest:
     path = folder / "manifest.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         return Manifest()
+    text = read_regular(path, error=InvalidModelError)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
-        raise InvalidModelError(f"not valid JSON ({error})", file=path) from None
+        raise InvalidModelError(f"not valid JSON ({printable(error, 120)})", file=path) from None
+    except RecursionError:
+        raise InvalidModelError("not valid JSON (nested too deeply)", file=path) from None
     if not isinstance(data, dict):
         raise InvalidModelError("expected a JSON object", file=path)
+    unknown = sorted(set(data) - MANIFEST_KEYS)
+    if unknown:
+        raise InvalidModelError(f"unknown key '{printable(unknown[0], 60)}' (known: {', '.join(sorted(MANIFEST_KEYS))})",
+                                file=path)
     source = data.get("expected_source")
     refused = data.get("expected_refused") or {}
     tolerance = data.get("tolerance")
@@ -52,11 +67,14 @@ def read_manifest(folder: Path) -> Manifest:
         raise InvalidModelError("'expected_refused' must map path names to reasons", file=path)
     parsed_tolerance = None
     if tolerance is not None:
+        if not isinstance(tolerance, dict) or not {"rtol", "atol"} <= set(tolerance) <= TOLERANCE_KEYS:
+            raise InvalidModelError("'tolerance' must be an object with numbers 'rtol' and 'atol' (and a 'reason')",
+                                    file=path)
         try:
-            parsed_tolerance = Tolerance(float(tolerance["rtol"]), float(tolerance["atol"]))
-        except (TypeError, KeyError, ValueError):
-            raise InvalidModelError("'tolerance' must be an object with numbers 'rtol' and 'atol'",
-                                    file=path) from None
+            parsed_tolerance = Tolerance(*(check_tolerance(f"'tolerance': {key}", tolerance[key])
+                                           for key in ("rtol", "atol")))
+        except UsageError as error:
+            raise InvalidModelError(error.problem, file=path) from None
     return Manifest(source if isinstance(source, dict) else None, parsed_tolerance,
                     {k: str(v) for k, v in refused.items()})
 
@@ -75,13 +93,34 @@ def is_example(folder: Path) -> bool:
     return any((folder / name).is_file() for name in EXAMPLE_MODELS)
 
 
+def walk_folders(folder: Path) -> Iterator[Path]:
+    """`folder` and the folders below it, depth first in sorted order, without recursion (a tree 10,000 deep
+    is fine), never through a symlinked folder and never twice into one (dev, inode): a symlink loop ends."""
+    seen: set[tuple[int, int]] = set()
+    stack = [folder]
+    while stack:
+        current = stack.pop()
+        try:
+            status = current.stat()
+            children = sorted((p for p in current.iterdir() if not p.name.startswith((".", "__"))), reverse=True)
+        except OSError:
+            continue
+        if (status.st_dev, status.st_ino) in seen:
+            continue
+        seen.add((status.st_dev, status.st_ino))
+        yield current
+        stack.extend(p for p in children if not p.is_symlink() and p.is_dir())
+
+
 def find_examples(folder: Path) -> list[Path]:
-    """`folder` itself when it is an example, else every example folder below it, in sorted order."""
-    if is_example(folder):
-        return [folder]
-    found = []
-    for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))):
-        found.extend(find_examples(child))
+    """`folder` itself when it is an example, else every example folder below it (not below an example), in
+    sorted order."""
+    found: list[Path] = []
+    for current in walk_folders(folder):
+        if any(current.is_relative_to(example) for example in found[-1:]):
+            continue
+        if is_example(current):
+            found.append(current)
     return found
 
 

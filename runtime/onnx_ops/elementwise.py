@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
 from poolir.runtime.kernels.precision import accumulation_dtype
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
@@ -95,7 +96,13 @@ def plan_mod(ctx: NodeContext) -> Step:
 
 @adapter("Where")
 def plan_where(ctx: NodeContext) -> Step:
-    return lambda c, a, b: (np.where(c, a, b),)
+    def run(c, a, b):
+        if c.dtype != np.bool_:  # the spec's condition is a bool tensor: np.where would take any truthiness
+            raise UsageError(f"the condition (input 0) must be bool, not {c.dtype}")
+        return (np.where(c, a, b),)
+    if ctx.input_types and ctx.input_types[0] is not None and ctx.input_types[0] != np.bool_:
+        raise UsageError(f"the condition (input 0) must be bool, not {ctx.input_types[0]}")
+    return run
 
 
 @adapter("Identity")

@@ -102,6 +102,8 @@ def plan_split(ctx: NodeContext) -> Step:
             if length % parts:
                 raise UsageError(f"axis {axis} of length {length} does not split evenly into {parts} outputs")
             sizes = [length // parts] * parts
+        if any(size < 0 for size in sizes):
+            raise UsageError(f"split sizes {sizes[:8]} include a negative size")
         if sum(sizes) != length:
             raise UsageError(f"split sizes {sizes} do not add up to the axis length {length}")
         return tuple(kernels.split(x, axis, sizes))

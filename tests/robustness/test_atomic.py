@@ -180,11 +180,12 @@ def test_interrupted_npz_write_leaves_nothing(work, monkeypatch):
     (work / "out.npz").write_bytes(OLD)
     before = _snapshot(work)
 
-    def half_savez(handle, **arrays):
+    def half_savez(handle, arrays):
         handle.write(b"PK\x03\x04 partial")
         raise _Interrupted("killed midway")
 
-    monkeypatch.setattr(np, "savez", half_savez)
+    import poolir.converter.cmd_run
+    monkeypatch.setattr(poolir.converter.cmd_run, "save_archive", half_savez)
     result = invoke_cli("run", ["run", model, "-o", work / "out.npz"], allowed=(3,))
     assert "internal error" in result.stderr
     monkeypatch.undo()

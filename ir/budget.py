@@ -1,0 +1,71 @@
+"""The one memory budget: the most tensor data (bytes) a file may make poolir allocate.
+
+Default 2 GiB (a ResNet-50's largest tensor at batch 1 is 12 MB; a single tensor above 2 GiB is hostile or
+a job for a bigger budget). Raise or lower it with the environment variable POOLIR_MAX_MEMORY or the command line's
+`poolir --max-memory SIZE` (bytes, or with a suffix K, M, G, T: powers of 1024, e.g. `16G`). Every
+allocation whose size a file controls is checked against it *before* allocating: file sizes read, Const
+and initializer data, declared and inferred tensor shapes, random inputs, .npz members (from their .npy
+headers, before inflating), and each operator's output at run time where its size is computable.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from poolir.ir.errors import BudgetError, UsageError
+
+DEFAULT_MAX_MEMORY = 2 * 2**30
+ENVIRONMENT_VARIABLE = "POOLIR_MAX_MEMORY"
+_UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+_override: int | None = None
+
+
+def parse_size(text: str) -> int:
+    """'4G' -> 4294967296, '512M', '1000000' (bytes). Raises UsageError."""
+    match = re.fullmatch(r"\s*([0-9]{1,15})\s*([KMGT]?)(?:I?B)?\s*", str(text), re.ASCII | re.IGNORECASE)
+    if not match or int(match.group(1)) < 1:
+        raise UsageError(f"memory size {str(text)[:40]!r} is not a positive number of bytes (e.g. 4G, 512M)")
+    return int(match.group(1)) * _UNITS[match.group(2).upper()]
+
+
+def set_max_memory(size: int | str | None) -> None:
+    """Set the budget for this process (None: back to the environment variable or the default)."""
+    global _override
+    _override = None if size is None else (parse_size(size) if isinstance(size, str) else int(size))
+
+
+def max_memory() -> int:
+    """The budget in bytes."""
+    if _override is not None:
+        return _override
+    text = os.environ.get(ENVIRONMENT_VARIABLE)
+    if not text:
+        return DEFAULT_MAX_MEMORY
+    try:
+        return parse_size(text)
+    except UsageError as error:
+        raise UsageError(f"{ENVIRONMENT_VARIABLE}: {error.problem}") from None
+
+
+def _human(size: int) -> str:
+    for unit in ("T", "G", "M", "K"):
+        if size >= _UNITS[unit] and size % _UNITS[unit] == 0:
+            return f"{size // _UNITS[unit]} {unit}iB"
+    return f"{size} bytes"
+
+
+def check_bytes(size: int, what: str, *, file=None, where: str | None = None) -> None:
+    """Raise BudgetError when `size` bytes exceed the budget; `what` says what would be allocated."""
+    limit = max_memory()
+    if size > limit:
+        raise BudgetError(f"{what} {size} bytes exceeds the memory budget of {_human(limit)} (raise it with "
+                          f"--max-memory or {ENVIRONMENT_VARIABLE})", file=file, where=where)
+
+
+def check_tensor(shape, itemsize: int, what: str, *, file=None, where: str | None = None) -> None:
+    """Check a tensor of static `shape` (ints) and `itemsize` bytes per element against the budget."""
+    count = math.prod(max(int(d), 1) for d in shape) if len(shape) else 1
+    check_bytes(count * max(int(itemsize), 1), f"{what} of shape {list(shape)[:8]}{'...' if len(shape) > 8 else ''}:",
+                file=file, where=where)

@@ -1,0 +1,84 @@
+"""Invalid models are refused by every command, naming the node or layer (issue item 9): no model is run by
+one command and renamed, converted or compared differently by another."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from tests.robustness.big_graphs import _net, _parameter, _port, _result
+from tests.robustness.cli_check import invoke_cli
+
+
+def _onnx(path: Path, nodes, inputs, outputs, opsets=(("", 17),), initializers=()) -> Path:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets], ir_version=10)
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def _value(name, shape=(1, 3), elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _negative_dims() -> onnx.TensorProto:
+    tensor = onnx.TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[-1, 4], raw_data=bytes(16))
+    return tensor
+
+
+def _commands(path: Path, work: Path) -> list[list]:
+    target = work / ("o.xml" if path.suffix == ".onnx" else "o.onnx")
+    return [["run", path], ["verify", path], ["convert", path, "-o", target]]
+
+
+CASES = {
+    "reduce_axis_out_of_range": (lambda: ([helper.make_node("ReduceMean", ["x"], ["y"], axes=[7])], [_value("x")],
+                                          [_value("y", None)], (("", 13),), ()), "axes [7] are out of range"),
+    "negative_split": (lambda: ([helper.make_node("Split", ["x", "s"], ["a", "b"], axis=1)], [_value("x")],
+                                [_value("a", None), _value("b", None)], (("", 13),),
+                                [helper.make_tensor("s", TensorProto.INT64, [2], [4, -1])]), "negative size"),
+    "where_float_condition": (lambda: ([helper.make_node("Where", ["c", "x", "x"], ["y"])], [_value("c"), _value("x")],
+                                       [_value("y", None)], (("", 13),), ()), "must be bool"),
+    "default_domain_twice": (lambda: ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[1])],
+                                      [_value("x", (1, 1, 3))], [_value("y", (1, 1, 3))],
+                                      (("", 17), ("ai.onnx", 1000)), ()), "imports domain 'ai.onnx' twice"),
+    "negative_initializer_dim": (lambda: ([helper.make_node("Identity", ["w"], ["z"])], [], [_value("z", (1, 4))],
+                                          (("", 17),), [_negative_dims()]), "declares a negative dim in [-1, 4]"),
+    "two_inputs_one_name": (lambda: ([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[1])],
+                                     [_value("x", (1, 1, 3)), _value("x", (1, 1, 3))], [_value("y", (1, 1, 3))],
+                                     (("", 17),), ()), "two graph inputs are named 'x'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_invalid_onnx_is_refused_by_every_command(tmp_path, case):
+    make, problem = CASES[case]
+    nodes, inputs, outputs, opsets, initializers = make()
+    path = _onnx(tmp_path / "m.onnx", nodes, inputs, outputs, opsets, initializers)
+    for command in _commands(path, tmp_path)[:2]:  # run and verify run it; convert refuses it or its ops
+        result = invoke_cli("one-reading", command, names=str(path), allowed=(2,))
+        assert problem in result.stderr
+    invoke_cli("one-reading", _commands(path, tmp_path)[2], names=str(path), allowed=(2,))
+
+
+def _maxpool(layer_id: int, name: str, names: str) -> str:
+    return (f'<layer id="{layer_id}" name="{name}" type="MaxPool" version="opset1"><data kernel="1" strides="1" '
+            f'pads_begin="0" pads_end="0" rounding_type="floor" auto_pad="explicit"/><input>{_port(0, (1, 2))}'
+            f"</input><output>{_port(1, (1, 2), names)}</output></layer>")
+
+
+@pytest.mark.parametrize("layers, edges, problem", [
+    ([_parameter(0, "x"), _parameter(1, "x"), _result(2, "r0"), _result(3, "r1")], [(0, 0, 2, 0), (1, 0, 3, 0)],
+     "the tensor name 'x' is also the name of an output of layer 'x' (id 0, Parameter)"),
+    ([_parameter(0, "x"), _maxpool(1, "pool", "x"), _result(2, "r")], [(0, 0, 1, 0), (1, 1, 2, 0)],
+     "the tensor name 'x' is also the name of an output of layer 'x' (id 0, Parameter)"),
+])
+def test_ir_names_have_one_reading(tmp_path, layers, edges, problem):
+    path = tmp_path / "m.xml"
+    path.write_text(_net(layers, edges))
+    for command in _commands(path, tmp_path):
+        result = invoke_cli("one-reading", command, names=str(path), allowed=(2,))
+        assert problem in result.stderr
