@@ -103,6 +103,11 @@ class GraphBuilder:
         del refs
         return self._layers[-1].id
 
+    def constant_value(self, ref: OutputRef) -> np.ndarray | None:
+        """The data of a Const layer's output (any size, unlike `info(ref).value`), or None for another layer."""
+        layer = self._layer(ref.layer_id)
+        return layer.data if layer.type == "Const" else None
+
     def info(self, ref: OutputRef) -> TensorInfo:
         """The inferred element type and shape of an output port (what the next layer will see)."""
         return self._infos[ref]

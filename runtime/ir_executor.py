@@ -2,8 +2,8 @@
 
 The constructor validates the graph and plans it once: a topological order, one closure per layer
 (attributes read, versions resolved and constants converted here, never per run), and a slot for
-every tensor. `execute` only walks the plan. What depends on the input shape (pooling windows) is
-cached by shape inside the pooling ops (runtime.ir_ops.pooling), so dynamic dims cost one resolution each.
+every tensor. `execute` only walks the plan, and frees each intermediate tensor after its last reader.
+What depends on the input shape (pooling windows) is cached by shape inside the pooling ops (runtime.ir_ops.pooling), so dynamic dims cost one resolution each.
 
 Names: each Parameter is fed by the tensor name of its output port (the first of `names`, IR v11),
 falling back to the layer name; each Result is returned under the tensor name of the port feeding it,
@@ -36,6 +36,7 @@ class _Step:
     run: LayerFn
     inputs: tuple[int, ...]  # slots read
     outputs: tuple[int, ...]  # slots written
+    releases: tuple[int, ...] = ()  # slots whose last reader is this step: freed after it runs
 
 
 class IRProgram:
@@ -85,6 +86,23 @@ class IRProgram:
         self._feed_slots = frozenset(slot for _, slot in self._parameters)
         if not self._results:
             raise InvalidModelError("the model has no Result layer", file=self.file)
+        self._steps = self._with_releases(self._steps)
+
+    def _with_releases(self, steps: list[_Step]) -> list[_Step]:
+        """Each step with the slots it reads or writes for the last time (not Results' nor constants'),
+        so an intermediate tensor is freed right after its last use and peak memory stays near the
+        largest live set, not the sum of every tensor."""
+        keep = {slot for _, slot in self._results} | set(self._constants)
+        last_use: dict[int, int] = {}
+        for position, step in enumerate(steps):
+            for slot in (*step.inputs, *step.outputs):
+                last_use[slot] = position
+        releases: dict[int, list[int]] = {}
+        for slot, position in last_use.items():
+            if slot not in keep:
+                releases.setdefault(position, []).append(slot)
+        return [_Step(step.layer, step.run, step.inputs, step.outputs, tuple(releases.get(position, ())))
+                for position, step in enumerate(steps)]
 
     # ----------------------------------------------------------------------------------------------
     # Planning
@@ -163,6 +181,8 @@ class IRProgram:
                                                           step.layer.type)) from None
             for slot, value in zip(step.outputs, results):
                 values[slot] = value
+            for slot in step.releases:
+                values[slot] = None
         outputs = {}
         for name, slot in self._results:
             value = values[slot]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import inspect
+import math
 from typing import Any, Mapping
 
 import numpy as np
@@ -40,13 +41,40 @@ def _declared_shape(tensor_type: onnx.TypeProto.Tensor) -> tuple[int | None, ...
     return tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim)
 
 
+# Initializers with more elements than this are given to shape inference as typed inputs, not as data: their
+# values never decide a shape, and inference copies (and serialises) every initializer it is given, which
+# made planning a ResNet-50 peak at 6x its weights.
+_INFERENCE_INITIALIZER_LIMIT = 4096
+
+
+def _without_large_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of `model` for shape inference: large initializers replaced by typed graph inputs."""
+    graph = model.graph
+    large = [init for init in graph.initializer if math.prod(init.dims) > _INFERENCE_INITIALIZER_LIMIT]
+    if not large:
+        return model
+    light = onnx.ModelProto(ir_version=model.ir_version, opset_import=model.opset_import, functions=model.functions)
+    light.graph.name = graph.name
+    light.graph.node.extend(graph.node)
+    light.graph.input.extend(graph.input)
+    light.graph.output.extend(graph.output)
+    light.graph.value_info.extend(graph.value_info)
+    declared = {value.name for value in graph.input}
+    names = {init.name for init in large}
+    light.graph.initializer.extend(init for init in graph.initializer if init.name not in names)
+    light.graph.input.extend(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+                             for init in large if init.name not in declared)
+    return light
+
+
 def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None, tuple | None]]:
     """Element type and shape (None where unknown) of every value onnx's shape inference can type."""
     graph = model.graph  # inference is a planning aid only; the run-time checks remain
+    planned = _without_large_initializers(model)
     # data_prop first: shapes computed by Shape -> Mul -> Expand are known too (the memory budget checks them)
     for data_prop in (True, False):
         try:
-            graph = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop).graph
+            graph = onnx.shape_inference.infer_shapes(planned, strict_mode=False, data_prop=data_prop).graph
             break
         except Exception:
             continue

@@ -135,6 +135,22 @@ CASES: dict[str, Build] = {
         "pads_end": (1, 1, 1), "rounding_type": "ceil_torch"}),
     "AvgPool-16 f64": lambda b: b.add("AvgPool", "opset16", [_x(b, (1, 2, 9), "f64")], {
         "kernel": (3,), "strides": (2,), "dilations": (2,), "pads_begin": (1,), "pads_end": (1,), "exclude-pad": True}),
+    "Convolution-1 same_upper dilated": lambda b: b.add("Convolution", "opset1", [
+        _x(b, (1, 3, 9, 8)), b.const(np.ones((4, 3, 3, 3), np.float32))], {
+        "strides": (2, 1), "dilations": (2, 1), "pads_begin": (1, 1), "pads_end": (0, 0), "auto_pad": "same_upper"}),
+    "Convolution-1 dynamic": lambda b: b.add("Convolution", "opset1", [
+        _x(b, (-1, 2, -1, 7)), b.const(np.ones((4, 2, 3, 2), np.float32))], {
+        "strides": (2, 2), "dilations": (1, 2), "pads_begin": (1, 0), "pads_end": (2, 1)}),
+    "Convolution-1 same_lower dynamic": lambda b: b.add("Convolution", "opset1", [
+        _x(b, (1, 2, -1, 7)), b.const(np.ones((4, 2, 3, 2), np.float32))], {
+        "strides": (2, 3), "dilations": (1, 1), "pads_begin": (0, 0), "pads_end": (0, 0), "auto_pad": "same_lower"}),
+    "GroupConvolution-1 valid": lambda b: b.add("GroupConvolution", "opset1", [
+        _x(b, (1, 4, 6, 7)), b.const(np.ones((2, 3, 2, 3, 3), np.float32))], {
+        "strides": (1, 2), "dilations": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1), "auto_pad": "valid"}),
+    "MatMul-1 vector": lambda b: b.add("MatMul", "opset1", [_x(b, (3,)), b.const(np.ones((2, 4, 3), np.float32))],
+                                       {"transpose_a": True, "transpose_b": True}),
+    "MatMul-1 batch": lambda b: b.add("MatMul", "opset1", [_x(b, (-1, 1, 3, 4)), b.const(np.ones((5, 4, 2), np.float32))],
+                                      {"transpose_a": False, "transpose_b": False}),
     "i32 Const": lambda b: b.add("Add", "opset1", [_x(b, (3,), "i32"), b.const(np.asarray([1, 2, 3], np.int32))]),
     "boolean Parameter": lambda b: b.add("Convert", "opset1", [_x(b, (2,), "boolean")], {"destination_type": "f32"}),
 }

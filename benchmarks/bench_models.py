@@ -1,0 +1,202 @@
+"""Time whole networks at 1x3x224x224 float32: poolir's runtime against onnxruntime and OpenVINO, with peak memory.
+
+    python benchmarks/bench_models.py [--repeat N] [--only resnet50,mobilenet_v3_large]
+
+Networks: a ResNet-50-class and a GoogLeNet-class network (the ONNX model zoo's light_resnet50 and
+light_inception_v1 graphs with seeded random weights, tests/networks/zoo.py) and a MobileNetV3-Large-class
+network (benchmarks/mobilenet_v3_large.py, torchvision's layer table in the TorchScript exporter's style).
+
+Engines, each in its own subprocess (so that peak memory is that engine's alone):
+    poolir        runtime.Session(model).run(feeds), planned once
+    ort-1         onnxruntime, 1 intra-op thread, default graph optimisation
+    ort-default   onnxruntime with its default thread count
+    openvino      OpenVINO CPU from the ONNX file (its own frontend), f32 precision, default threads
+Each engine is timed as the median of --repeat runs after two warm-up runs. Peak memory is the process's
+peak resident set (resource.getrusage ru_maxrss) minus its resident set after the imports and before the
+model is loaded, so the engines' library sizes do not count. Every peer's output is compared with poolir's
+(printed on a mismatch), so a fast wrong answer cannot hide. A network that poolir refuses (an operator not
+implemented yet) is skipped with poolir's reason.
+
+The table: milliseconds per engine, the ratio poolir / peer (below 1: poolir is faster), peak memory in MiB
+and its ratio, and the geometric mean of each ratio column over the networks that ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+NETWORKS = ("resnet50", "inception_v1", "mobilenet_v3_large")
+ENGINES = ("poolir", "ort-1", "ort-default", "openvino")
+PEERS = ENGINES[1:]
+
+
+def build(name: str, folder: Path) -> tuple[Path, Path]:
+    """The network's .onnx and an .npz of its feeds, written into `folder`."""
+    if name == "mobilenet_v3_large":
+        from benchmarks.mobilenet_v3_large import mobilenet_v3_large
+        model = mobilenet_v3_large()
+        rng = np.random.default_rng(0)
+        feeds = {model.graph.input[0].name: rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
+    else:
+        from tests.networks.zoo import light_model, random_feeds
+        model = light_model(name, 0)
+        feeds = random_feeds(model, 0)
+    if model.ir_version > 10:
+        model.ir_version = 10  # onnxruntime 1.31 reads up to IR version 13; onnx 1.23 stamps 14
+    path = folder / f"{name}.onnx"
+    onnx.save(model, path)
+    np.savez(folder / f"{name}.npz", **feeds)
+    return path, folder / f"{name}.npz"
+
+
+def _rss_kib() -> int:
+    """The current resident set in KiB (Linux /proc), the baseline the peak is measured from."""
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def worker(engine: str, model_path: str, feeds_path: str, repeat: int, out_path: str) -> dict:
+    """Run in a subprocess: load, warm up, time; returns ms, peak memory and writes the first output."""
+    import onnxruntime as ort
+    import openvino as ov
+    from poolir import runtime
+    from poolir.ir.errors import PoolirError
+
+    feeds = dict(np.load(feeds_path))
+    baseline = _rss_kib()
+    try:
+        if engine == "poolir":
+            session = runtime.Session(onnx.load(model_path))
+
+            def run():
+                return list(session.run(feeds).values())[0]
+        elif engine.startswith("ort"):
+            options = ort.SessionOptions()
+            if engine == "ort-1":
+                options.intra_op_num_threads = 1
+                options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            sess = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+
+            def run():
+                return sess.run(None, feeds)[0]
+        else:
+            compiled = ov.Core().compile_model(ov.convert_model(model_path), "CPU",
+                                               {"INFERENCE_PRECISION_HINT": "f32"})
+            request = compiled.create_infer_request()
+
+            def run():
+                return np.array(request.infer(list(feeds.values()))[compiled.outputs[0]])
+        output = run()
+        run()
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - start) * 1000)
+    except PoolirError as error:
+        return {"refused": str(error)}
+    np.save(out_path, np.asarray(output))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return {"ms": statistics.median(times), "peak_mib": (peak - baseline) / 1024}
+
+
+def _spawn(engine: str, model: Path, feeds: Path, repeat: int, out: Path) -> dict:
+    command = [sys.executable, __file__, "--worker", engine, str(model), str(feeds), str(repeat), str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    if done.returncode != 0:
+        return {"failed": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _geomean(values) -> float:
+    values = [v for v in values if v and math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--only", default=",".join(NETWORKS))
+    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        engine, model, feeds, repeat, out = args.worker
+        print(json.dumps(worker(engine, model, feeds, int(repeat), out)))
+        return 0
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for name in args.only.split(","):
+            print(f"{name}: building", file=sys.stderr)
+            model, feeds = build(name, folder)
+            results = {}
+            for engine in ENGINES:
+                print(f"{name}: {engine}", file=sys.stderr)
+                results[engine] = _spawn(engine, model, feeds, args.repeat, folder / f"{name}-{engine}.npy")
+                if engine == "poolir" and "ms" not in results[engine]:
+                    break
+            if "ms" not in results["poolir"]:
+                reason = results["poolir"].get("refused") or results["poolir"].get("failed")
+                print(f"{name}: skipped, poolir cannot run it: {reason}")
+                continue
+            ours = np.load(folder / f"{name}-poolir.npy")
+            for engine in PEERS:
+                if "ms" in results[engine]:
+                    theirs = np.load(folder / f"{name}-{engine}.npy")
+                    if theirs.shape != ours.shape or not np.allclose(ours, theirs, rtol=1e-3, atol=1e-4):
+                        print(f"{name}: {engine}'s output differs from poolir's (max |diff| "
+                              f"{np.max(np.abs(ours - theirs)) if theirs.shape == ours.shape else 'shape'})",
+                              file=sys.stderr)
+                else:
+                    print(f"{name}: {engine} failed: {results[engine]}", file=sys.stderr)
+            rows.append((name, results))
+    if not rows:
+        print("no network ran")
+        return 0
+    header = ["network", "poolir ms"] + [f"/ {p}" for p in PEERS] + ["poolir MiB"] + [f"mem / {p}" for p in PEERS]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    time_ratios = {p: [] for p in PEERS}
+    memory_ratios = {p: [] for p in PEERS}
+    for name, results in rows:
+        ours = results["poolir"]
+        cells = [name, f"{ours['ms']:.1f}"]
+        for peer in PEERS:
+            ratio = ours["ms"] / results[peer]["ms"] if "ms" in results[peer] else float("nan")
+            time_ratios[peer].append(ratio)
+            cells.append(f"{ratio:.3g}")
+        cells.append(f"{ours['peak_mib']:.0f}")
+        for peer in PEERS:
+            ratio = ours["peak_mib"] / results[peer]["peak_mib"] if results[peer].get("peak_mib") else float("nan")
+            memory_ratios[peer].append(ratio)
+            cells.append(f"{ratio:.3g}")
+        print("| " + " | ".join(cells) + " |")
+    cells = ["geometric mean", ""] + [f"{_geomean(time_ratios[p]):.3g}" for p in PEERS] + [""] + \
+            [f"{_geomean(memory_ratios[p]):.3g}" for p in PEERS]
+    print("| " + " | ".join(cells) + " |")
+    for name, results in rows:
+        peers = ", ".join(f"{p} {results[p]['ms']:.1f} ms / {results[p]['peak_mib']:.0f} MiB"
+                          for p in PEERS if "ms" in results[p])
+        print(f"{name}: {peers}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
