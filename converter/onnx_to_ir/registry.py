@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.onnx_to_ir import movement, pooling
+from poolir.converter.onnx_to_ir import movement, normalization, pooling
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.registry import check_coverage, merge_families
 from poolir.runtime.onnx_ops import OP_VERSIONS
@@ -19,6 +19,7 @@ NodeConverter = Callable[[OnnxNode], list[Value]]
 CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
     "pooling": pooling.CONVERTERS,
     "movement": movement.CONVERTERS,
+    "normalization": normalization.CONVERTERS,
 })
 
 NOT_YET = "not yet converted to IR"
