@@ -30,8 +30,8 @@ from poolir.runtime.onnx_ops.normalization import (dropout_mask_dtype, inference
 
 
 def _inputs(node: OnnxNode, count: int) -> list[Value]:
-    if len(node.inputs) != count:
-        raise InvalidModelError(f"{node.version.label} takes {count} inputs, got {len(node.inputs)}")
+    if len(node.inputs) != count or any(value is None for value in node.inputs):
+        raise InvalidModelError(f"{node.version.label} takes {count} inputs, got {sum(v is not None for v in node.inputs)}")
     return node.inputs
 
 
@@ -97,8 +97,8 @@ def lrn(node: OnnxNode) -> list[Value]:
 
 
 def dropout(node: OnnxNode) -> list[Value]:
-    if not node.inputs:
-        raise InvalidModelError(f"{node.version.label} takes at least one input")
+    if not node.inputs or node.inputs[0] is None:
+        raise InvalidModelError(f"{node.version.label} takes the data input first")
     x = node.inputs[0]
     attrs = node.attributes()
     node.check_element_type(x)

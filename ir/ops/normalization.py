@@ -12,6 +12,7 @@ LRN-1: inputs data and axes (a constant 1-D integer list); attributes alpha, bet
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from poolir.ir.attributes import FLOAT, INT, Attr, OpVersion
@@ -35,8 +36,8 @@ def _check_lrn(attrs: Mapping[str, Any]) -> None:
         raise UsageError(f"attribute 'size' = {attrs['size']}: must be >= 1")
     for name in ("alpha", "beta", "bias"):
         value = attrs.get(name)
-        if value is not None and value != value:
-            raise UsageError(f"attribute {name!r} is NaN")
+        if value is not None and not math.isfinite(value):
+            raise UsageError(f"attribute {name!r} = {value!r}: must be a finite number")
 
 
 SCHEMA_ROWS: tuple[OpVersion, ...] = (

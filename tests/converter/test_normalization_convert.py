@@ -178,3 +178,22 @@ def test_dropout_output_name_is_kept():
     back = converter.ir_to_onnx(irm)
     assert [o.name for o in back.graph.output] == ["y", "mask"]
     onnx.checker.check_model(back)
+
+
+def test_dropout_with_omitted_ratio_and_constant_training_mode_false():
+    """Dropout-12 with ratio omitted (an empty input name) and training_mode a constant false: an identity."""
+    node = helper.make_node("Dropout", ["x", "", "training"], ["y"])
+    model = _model([node], [("y", TensorProto.FLOAT)], 13, [helper.make_tensor("training", TensorProto.BOOL, [], [False])])
+    feeds = _feeds(4)
+    back = converter.ir_to_onnx(converter.onnx_to_ir(model))
+    np.testing.assert_array_equal(onnxruntime_run(back, feeds)["y"], onnxruntime_run(model, feeds)["y"])
+
+
+def test_dropout_with_training_mode_from_a_graph_input_is_refused():
+    node = helper.make_node("Dropout", ["x", "", "training"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE),
+                                            helper.make_tensor_value_info("training", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    with pytest.raises(PoolirError, match="not a constant"):
+        converter.onnx_to_ir(model)
