@@ -27,13 +27,15 @@ def _model(nodes, outputs, opset, initializers=(), shape=SHAPE):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
 
 
-def _bn(opset, rng, epsilon=1e-3, stats_type=np.float32, shape=SHAPE):
-    c = shape[1]
+def _bn(opset, rng, epsilon=1e-3, stats_type=np.float32, shape=SHAPE, spatial=None):
+    c = shape[1] if spatial is None or spatial else tuple(shape[1:])
     stats = [numpy_helper.from_array(rng.standard_normal(c).astype(stats_type), "scale"),
              numpy_helper.from_array(rng.standard_normal(c).astype(stats_type), "bias"),
              numpy_helper.from_array(rng.standard_normal(c).astype(stats_type), "mean"),
              numpy_helper.from_array((rng.random(c) * 2).astype(stats_type), "var")]
-    node = helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y"], epsilon=epsilon)
+    attrs = {} if spatial is None else {"spatial": spatial}
+    node = helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y"], epsilon=epsilon,
+                            **attrs)
     return _model([node], [("y", TensorProto.FLOAT)], opset, stats, shape)
 
 
@@ -63,6 +65,8 @@ def _models():
         cases.append((f"bn{opset}_eps{epsilon}", _bn(opset, rng, epsilon)))
     # (f32 X with f64 statistics, BatchNormalization-15's T2: onnxruntime 1.31 has no kernel for it)
     cases.append(("bn_rank2", _bn(15, rng, 1e-3, shape=[3, 5])))
+    cases.append(("bn7_spatial0", _bn(7, rng, 1e-3, spatial=0)))  # statistics per element of a sample
+    cases.append(("bn7_spatial1", _bn(7, rng, 1e-3, spatial=1)))
     for size in (1, 3, 5):
         for bias in (2.0, 1.5, 0.3):
             cases.append((f"lrn_s{size}_b{bias}", _lrn(13, size, alpha=0.5, beta=0.75, bias=bias)))
