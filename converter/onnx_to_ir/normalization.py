@@ -31,7 +31,8 @@ from poolir.runtime.onnx_ops.normalization import (dropout_mask_dtype, inference
 
 def _inputs(node: OnnxNode, count: int) -> list[Value]:
     if len(node.inputs) != count or any(value is None for value in node.inputs):
-        raise InvalidModelError(f"{node.version.label} takes {count} inputs, got {sum(v is not None for v in node.inputs)}")
+        given = sum(value is not None for value in node.inputs)
+        raise InvalidModelError(f"{node.version.label} takes {count} inputs, got {given}")
     return node.inputs
 
 

@@ -20,9 +20,7 @@ def batch_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndar
     element of a sample: ONNX BatchNormalization spatial=0); it is aligned with x's axes from axis 1.
     Example: x [[1, 2], [3, 4]] (N=2, C=2), mean [1, 2], var [4, 1], scale 1, bias 0, epsilon 0
     gives [[0, 0], [1, 2]]."""
-    work = np.promote_types(accumulation_dtype(x.dtype), np.float32)
-    if x.dtype == np.float64:
-        work = np.dtype(np.float64)
+    work = accumulation_dtype(x.dtype)
     trailing = x.ndim - 1
 
     def view(v: np.ndarray) -> np.ndarray:

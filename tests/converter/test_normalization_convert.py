@@ -187,7 +187,8 @@ def test_dropout_output_name_is_kept():
 def test_dropout_with_omitted_ratio_and_constant_training_mode_false():
     """Dropout-12 with ratio omitted (an empty input name) and training_mode a constant false: an identity."""
     node = helper.make_node("Dropout", ["x", "", "training"], ["y"])
-    model = _model([node], [("y", TensorProto.FLOAT)], 13, [helper.make_tensor("training", TensorProto.BOOL, [], [False])])
+    training = helper.make_tensor("training", TensorProto.BOOL, [], [False])
+    model = _model([node], [("y", TensorProto.FLOAT)], 13, [training])
     feeds = _feeds(4)
     back = converter.ir_to_onnx(converter.onnx_to_ir(model))
     np.testing.assert_array_equal(onnxruntime_run(back, feeds)["y"], onnxruntime_run(model, feeds)["y"])
