@@ -10,8 +10,8 @@ test_normalization_openvino.py pins it):
    ONNX, whose window for an even size has size elements, the extra one after c.
 2. The square sum is taken over the box those windows span, and alpha is divided by size^len(axes)
    (axes [2, 3], size 3: alpha / 9); for axes [1] that is ONNX's alpha / size.
-3. The CPU plugin truncates bias to an integer: bias 1.5 computes as 1, 2.5 as 2, 0.5 as 0 (alpha 1,
-   beta 1, size 1, x = [1, 2, 3, 0.5]: x / y - x^2 = 1 for bias 1.5). OpenVINO's own ONNX frontend keeps
+3. The CPU plugin truncates bias toward zero to an integer: 1.5 computes as 1, 2.5 as 2, 0.5 as 0, -1.5
+   as -1 (alpha 1, beta 1, size 1, x = [1, 2, 3, 0.5]: x / y - x^2 = 1 for bias 1.5). OpenVINO's own ONNX frontend keeps
    bias 1.5, so its IR of an ONNX LRN with bias 1.5 is off by 0.31 against onnxruntime. poolir computes
    what OpenVINO computes (int(bias)); the ONNX -> IR converter writes a non-integer bias exactly another
    way (converter/onnx_to_ir/normalization.py).

@@ -114,3 +114,13 @@ def test_batch_norm_inference_rank_1_is_refused():
     stats = [builder.const(np.ones(3, np.float32)) for _ in range(4)]
     with pytest.raises(PoolirError, match="rank >= 2"):
         builder.add("BatchNormInference", "opset5", [x, *stats], {"epsilon": 1e-3})
+
+
+@pytest.mark.parametrize("bias, truncated", [(-0.5, 0.0), (-1.5, -1.0), (0.999, 0.0)])
+def test_lrn_bias_truncates_toward_zero(bias, truncated, tmp_path):
+    """OpenVINO's CPU plugin truncates bias toward zero (not floor): -1.5 runs as -1, -0.5 as 0."""
+    x = np.array([1.0, 2.0, 3.0], np.float32).reshape(1, 3, 1, 1)
+    got, want = _run_both(_lrn_builder([1, 3, 1, 1], [1], 10.0, 1.0, bias, 1), {"x": x}, tmp_path)
+    expected = x.ravel() / (truncated + 10.0 * x.ravel() ** 2)
+    np.testing.assert_allclose(want.ravel(), expected, rtol=1e-5)
+    np.testing.assert_allclose(got.ravel(), expected, rtol=1e-5)
