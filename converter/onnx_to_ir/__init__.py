@@ -7,6 +7,7 @@
     pool_windows.py      the IR pads and rounding that give ONNX's windows
     max_pool_indices.py  storage_order=1 indices by index arithmetic
     movement.py          Identity
+    normalization.py     BatchNormalization, LRN, Dropout (OpenVINO's LRN window and bias)
 """
 
 from poolir.converter.element_types import IR_ELEMENT_TYPES

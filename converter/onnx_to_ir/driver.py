@@ -90,6 +90,9 @@ def _convert_node(builder: GraphBuilder, node: onnx.NodeProto, index: int, opset
                   values: dict[str, Value]) -> list[Value]:
     inputs = []
     for name in node.input:
+        if not name:  # an omitted optional input (Dropout's ratio before its training_mode): None in its place
+            inputs.append(None)
+            continue
         if name not in values:
             raise InvalidModelError(f"input '{name}' is produced by no earlier node, input or initializer")
         inputs.append(values[name])

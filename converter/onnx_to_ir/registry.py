@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.onnx_to_ir import convolution, matmul, movement, pooling
+from poolir.converter.onnx_to_ir import convolution, matmul, movement, normalization, pooling
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.registry import check_coverage, merge_families
 from poolir.runtime.onnx_ops import OP_VERSIONS
@@ -21,6 +21,7 @@ CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
     "movement": movement.CONVERTERS,
     "convolution": convolution.CONVERTERS,
     "matmul": matmul.CONVERTERS,
+    "normalization": normalization.CONVERTERS,
 })
 
 NOT_YET = "not yet converted to IR"

@@ -134,7 +134,7 @@ def test_failed_run_leaves_no_output_file(tmp_path, model_path):
 def test_unsupported_op_lists_every_one(tmp_path):
     nodes = [helper.make_node("MaxUnpool", ["x", "i"], ["a"], kernel_shape=[2]),
              helper.make_node("Foo", ["a"], ["b"], domain="com.example"),
-             helper.make_node("LRN", ["b"], ["y"], size=3)]
+             helper.make_node("NonMaxSuppression", ["b", "b"], ["y"])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4]),
                                            helper.make_tensor_value_info("i", TensorProto.INT64, [1, 1, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
@@ -143,7 +143,7 @@ def test_unsupported_op_lists_every_one(tmp_path):
     path = tmp_path / "bad.onnx"
     onnx.save(model, path)
     _bad(invoke("run", path), "MaxUnpool (ai.onnx, opset 22)", "Foo (com.example, opset 1)",
-         "LRN (ai.onnx, opset 22)")
+         "NonMaxSuppression (ai.onnx, opset 22)")
 
 
 def test_run_an_ir_xml_matches_openvino(tmp_path):

@@ -153,6 +153,14 @@ CASES: dict[str, Build] = {
                                       {"transpose_a": False, "transpose_b": False}),
     "i32 Const": lambda b: b.add("Add", "opset1", [_x(b, (3,), "i32"), b.const(np.asarray([1, 2, 3], np.int32))]),
     "boolean Parameter": lambda b: b.add("Convert", "opset1", [_x(b, (2,), "boolean")], {"destination_type": "f32"}),
+    # normalization: BatchNormInference-1 takes gamma, beta, data, mean, variance; -5 takes data first
+    "BatchNormInference-1": lambda b: b.add("BatchNormInference", "opset1", [
+        *(b.const(np.ones(3, np.float32)) for _ in range(2)), _x(b, (-1, 3, 4)),
+        *(b.const(np.ones(3, np.float32)) for _ in range(2))], {"epsilon": 1e-3}),
+    "BatchNormInference-5": lambda b: b.add("BatchNormInference", "opset5", [
+        _x(b, (2, 3)), *(b.const(np.ones(3, np.float32)) for _ in range(4))], {"epsilon": 0.5}),
+    "LRN": lambda b: b.add("LRN", "opset1", [_x(b), b.const(i64(1))],
+                           {"alpha": 1e-4, "beta": 0.75, "bias": 2.0, "size": 5}),
 }
 
 

@@ -1,0 +1,140 @@
+"""ONNX BatchNormalization, LRN and Dropout -> IR layers whose meaning, as OpenVINO executes it, is the ONNX one.
+
+The differences this bridges (OpenVINO's side: runtime/ir_ops/normalization.py; ONNX's side:
+runtime/onnx_ops/normalization.py):
+
+- BatchNormalization (spatial=1, every version): one BatchNormInference in its newest version, whose inputs
+  are data, gamma, beta, mean, variance (version 1 orders them gamma, beta, data, ...). Statistics of
+  another float type than X (BatchNormalization-15's T1, T2) are converted to X's type first. spatial=0
+  (statistics of shape C x D1 .. Dn) becomes Subtract, Add, Sqrt, Divide, Multiply, Add with numpy
+  broadcasting. Training-mode nodes and their extra outputs are refused (runtime.onnx_ops.inference_problem).
+- LRN: OpenVINO's LRN over axes [1] scales alpha by 1/size like ONNX, but its window is symmetric,
+  [c - floor((size-1)/2), c + floor((size-1)/2)]: an even ONNX size (extra element after c) has no LRN
+  equivalent and is refused. OpenVINO's CPU plugin truncates bias to an integer, so a non-integer bias
+  b > 0 is written as LRN(alpha / b, bias 1) * b^-beta (x / (b + a S)^beta = b^-beta x / (1 + (a/b) S)^beta);
+  a non-integer bias <= 0 is refused.
+- Dropout (inference): no layer; its output is its input's tensor (the driver copies it when it is also a
+  graph input or output under another name), and a requested mask is a constant all-true tensor (ones of
+  X's type before opset 10) of X's static shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from poolir.converter.onnx_to_ir.node import OnnxNode, Value
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.runtime.onnx_ops.normalization import (dropout_mask_dtype, inference_problem, lrn_window,
+                                                   training_mode_problem)
+
+
+def _inputs(node: OnnxNode, count: int) -> list[Value]:
+    if len(node.inputs) != count or any(value is None for value in node.inputs):
+        given = sum(value is not None for value in node.inputs)
+        raise InvalidModelError(f"{node.version.label} takes {count} inputs, got {given}")
+    return node.inputs
+
+
+def batch_norm(node: OnnxNode) -> list[Value]:
+    x, scale, bias, mean, var = _inputs(node, 5)
+    attrs = node.attributes()
+    node.check_element_type(x)
+    problem = inference_problem(node.version, attrs, list(node.node.output))
+    if problem:
+        raise UnsupportedError(problem)
+    rank = len(x.shape)
+    if rank < 2:
+        raise InvalidModelError(f"X has rank {rank}; {node.version.label} needs N x C x D1 .. Dn (rank >= 2)")
+    per_channel = attrs.get("spatial", 1) != 0
+    want = x.shape[1:2] if per_channel else x.shape[1:]
+    stats = []
+    for what, value in (("scale", scale), ("B", bias), ("mean", mean), ("var", var)):
+        if len(value.shape) != len(want) or any(a is not None and b is not None and a != b
+                                               for a, b in zip(value.shape, want)):
+            raise InvalidModelError(f"{what} has shape {list(value.shape)}, expected {list(want)}")
+        ref = value.ref
+        if value.element_type != x.element_type:
+            ref = node.add("Convert", [ref], {"destination_type": x.element_type}, f"{node.name}/{what}")[0]
+        stats.append(ref)
+    epsilon = attrs["epsilon"]
+    if per_channel:
+        ref = node.add("BatchNormInference", [x.ref, *stats], {"epsilon": epsilon}, node.name, newest=True)[0]
+        return [Value(ref, x.element_type, x.shape)]
+    scale_ref, bias_ref, mean_ref, var_ref = stats
+    numpy = {"auto_broadcast": "numpy"}
+    centred = node.add("Subtract", [x.ref, mean_ref], numpy, f"{node.name}/centred")[0]
+    padded = node.add("Add", [var_ref, node.const(epsilon, x.element_type)], numpy, f"{node.name}/var_eps")[0]
+    deviation = node.add("Sqrt", [padded], name=f"{node.name}/std")[0]
+    normal = node.add("Divide", [centred, deviation], {**numpy, "m_pythondiv": True}, f"{node.name}/normal")[0]
+    scaled = node.add("Multiply", [normal, scale_ref], numpy, f"{node.name}/scaled")[0]
+    return [Value(node.add("Add", [scaled, bias_ref], numpy, node.name)[0], x.element_type, x.shape)]
+
+
+def lrn(node: OnnxNode) -> list[Value]:
+    x, attrs = node.checked_single_input()
+    size = attrs["size"]
+    if size < 1:
+        raise InvalidModelError(f"attribute 'size' = {size}: must be >= 1")
+    before, after = lrn_window(size)
+    if before != after:
+        raise UnsupportedError(f"size {size} is even: ONNX's window [c - {before}, c + {after}] is not symmetric, "
+                               "and OpenVINO's LRN window always is ([c - floor((size-1)/2), c + floor((size-1)/2)])")
+    if len(x.shape) < 2:
+        raise InvalidModelError(f"X has rank {len(x.shape)}; {node.version.label} needs rank >= 2")
+    alpha, beta, bias = attrs["alpha"], attrs["beta"], attrs["bias"]
+    axes = node.const([1], "i64")
+    if float(bias).is_integer():
+        ref = node.add("LRN", [x.ref, axes], {"alpha": alpha, "beta": beta, "bias": bias, "size": size}, node.name)[0]
+        return [Value(ref, x.element_type, x.shape)]
+    if bias <= 0:
+        raise UnsupportedError(f"bias {bias} is not an integer and not > 0: OpenVINO's CPU plugin truncates LRN's "
+                               "bias to an integer, and only a positive bias can be factored out exactly")
+    attrs_ir = {"alpha": alpha / bias, "beta": beta, "bias": 1.0, "size": size}
+    normalised = node.add("LRN", [x.ref, axes], attrs_ir, f"{node.name}/unit_bias")[0]
+    factor = node.const(np.float64(bias) ** -np.float64(beta), x.element_type)
+    ref = node.add("Multiply", [normalised, factor], {"auto_broadcast": "numpy"}, node.name)[0]
+    return [Value(ref, x.element_type, x.shape)]
+
+
+def dropout(node: OnnxNode) -> list[Value]:
+    if not node.inputs or node.inputs[0] is None:
+        raise InvalidModelError(f"{node.version.label} takes the data input first")
+    x = node.inputs[0]
+    attrs = node.attributes()
+    node.check_element_type(x)
+    problem = inference_problem(node.version, attrs, list(node.node.output))
+    if problem:
+        raise UnsupportedError(problem)
+    extra = node.node.input[1:]
+    values = {}
+    for index, name in enumerate(extra, start=1):
+        if name:
+            values[index] = node.builder.info(node.inputs[index].ref).value
+    _check_training_mode(node, values)
+    outputs = [x]
+    if len(node.node.output) >= 2 and node.node.output[1]:
+        if any(d is None for d in x.shape):
+            raise UnsupportedError("the mask output of a data tensor with dynamic dims: poolir writes the mask as a "
+                                   "constant and needs a static shape")
+        dtype = dropout_mask_dtype(node.version, dtype_of(x.element_type))
+        mask = np.ones(x.shape, dtype)
+        ref = node.const(mask)
+        outputs.append(Value(ref, "boolean" if dtype == np.bool_ else x.element_type, x.shape))
+    return outputs
+
+
+def _check_training_mode(node: OnnxNode, values: dict) -> None:
+    """Dropout-12+: a training_mode input must be a constant false (or come with a ratio of 0)."""
+    if 2 not in values:
+        return
+    training, ratio = values[2], values.get(1)
+    if training is None or (1 in values and ratio is None):
+        raise UnsupportedError("training_mode (or ratio) is not a constant: poolir converts inference only and "
+                               "must know that training_mode is false")
+    problem = training_mode_problem(ratio, training)
+    if problem:
+        raise UnsupportedError(problem)
+
+
+CONVERTERS = {"BatchNormalization": batch_norm, "LRN": lrn, "Dropout": dropout}

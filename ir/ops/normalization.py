@@ -1,0 +1,96 @@
+"""BatchNormInference and LRN: their schema rows and shape rules.
+
+BatchNormInference's input ORDER depends on its version (OpenVINO 2026.4, read from the XML that
+openvino.opset1/opset5.batch_norm_inference write): version 1 (opset1) takes gamma, beta, data, mean,
+variance on ports 0..4; version 5 (opset5) takes data, gamma, beta, mean, variance. `BN_PORTS` is that
+fact, asked by the runtime and both converters. Data has rank >= 2, channels on axis 1 (OpenVINO refuses
+rank 1: "data_input_rank.get_length() >= 2"); the four per-channel inputs are 1-D of length C.
+
+LRN-1: inputs data and axes (a constant 1-D integer list); attributes alpha, beta, bias (floats) and size
+(an int >= 1). What OpenVINO computes for it is in runtime/kernels/normalization.py.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+from poolir.ir.attributes import FLOAT, INT, Attr, OpVersion
+from poolir.ir.errors import InvalidModelError, UsageError
+from poolir.ir.model import Layer, opset_number, shape_str
+from poolir.ir.registry import ShapeRules
+from poolir.ir.shapes import TensorInfo
+
+# BatchNormInference version (opset) -> the input port of (data, gamma, beta, mean, variance)
+BN_PORTS: dict[int, tuple[int, int, int, int, int]] = {1: (2, 0, 1, 3, 4), 5: (0, 1, 2, 3, 4)}
+
+
+def _check_epsilon(attrs: Mapping[str, Any]) -> None:
+    epsilon = attrs.get("epsilon")
+    if epsilon is not None and not epsilon >= 0:  # NaN fails too
+        raise UsageError(f"attribute 'epsilon' = {epsilon!r}: must be >= 0")
+
+
+def _check_lrn(attrs: Mapping[str, Any]) -> None:
+    if attrs.get("size", 1) < 1:
+        raise UsageError(f"attribute 'size' = {attrs['size']}: must be >= 1")
+    for name in ("alpha", "beta", "bias"):
+        value = attrs.get(name)
+        if value is not None and not math.isfinite(value):
+            raise UsageError(f"attribute {name!r} = {value!r}: must be a finite number")
+
+
+SCHEMA_ROWS: tuple[OpVersion, ...] = (
+    *(OpVersion("BatchNormInference", since, (Attr("epsilon", FLOAT),), inputs=(5, 5), value_check=_check_epsilon)
+      for since in BN_PORTS),
+    OpVersion("LRN", 1, (Attr("alpha", FLOAT), Attr("beta", FLOAT), Attr("bias", FLOAT), Attr("size", INT)),
+              inputs=(2, 2), value_check=_check_lrn),
+)
+
+
+def bn_ports(layer: Layer) -> tuple[int, int, int, int, int]:
+    """The input ports of (data, gamma, beta, mean, variance) of a BatchNormInference layer."""
+    opset = opset_number(layer.version or "")
+    return BN_PORTS[max((since for since in BN_PORTS if since <= opset), default=1)]
+
+
+SHAPE_RULES = ShapeRules()
+
+
+@SHAPE_RULES.register("BatchNormInference")
+def infer_batch_norm(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    """The data's shape and type; each per-channel input 1-D of length C (when both are known)."""
+    ports = bn_ports(layer)
+    data = inputs[ports[0]]
+    if len(data.shape) < 2:
+        raise InvalidModelError(f"data {shape_str(data.shape)} must have rank >= 2 (batch, channels, ...)")
+    channels = data.shape[1]
+    for name, port in zip(("gamma", "beta", "mean", "variance"), ports[1:]):
+        info = inputs[port]
+        if len(info.shape) != 1:
+            raise InvalidModelError(f"{name} {shape_str(info.shape)} must be 1-D (one value per channel)")
+        if info.element_type != data.element_type:
+            raise InvalidModelError(f"{name} element type {info.element_type} differs from the data's "
+                                    f"{data.element_type}")
+        if channels.is_static and info.shape[0].is_static and info.shape[0].min != channels.min:
+            raise InvalidModelError(f"{name} {shape_str(info.shape)} does not match the {channels.min} channels "
+                                    f"of data {shape_str(data.shape)}")
+    return [TensorInfo(data.element_type, data.shape)]
+
+
+@SHAPE_RULES.register("LRN")
+def infer_lrn(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, axes = inputs
+    if axes.element_type not in ("i32", "i64"):
+        raise InvalidModelError(f"axes element type {axes.element_type}: expected i32 or i64")
+    if len(axes.shape) != 1:
+        raise InvalidModelError(f"axes {shape_str(axes.shape)} must be 1-D")
+    if axes.value is not None:
+        rank = len(data.shape)
+        for axis in axes.value.reshape(-1):
+            if not -rank <= int(axis) < rank:
+                raise InvalidModelError(f"axis {int(axis)} is out of range for data {shape_str(data.shape)}")
+    return [TensorInfo(data.element_type, data.shape)]
+
+
+__all__ = ["BN_PORTS", "SCHEMA_ROWS", "SHAPE_RULES", "bn_ports"]

@@ -1,0 +1,73 @@
+"""IR BatchNormInference and LRN onto runtime.kernels.normalization: what OpenVINO 2026.4's CPU plugin computes.
+
+BatchNormInference: (data - mean) / sqrt(variance + epsilon) * gamma + beta per channel (axis 1); its input
+order depends on the version (ir.ops.normalization.BN_PORTS: version 1 takes gamma, beta, data, ...).
+
+LRN-1, measured by running single openvino.opset1.lrn layers on the CPU plugin (tests/runtime/
+test_normalization_openvino.py pins it):
+1. The window on each axis in `axes` is [i - floor((size-1)/2), i + floor((size-1)/2)], symmetric: an even
+   size loses one element (size 2 sums x[c]^2 alone, size 4 the same three elements as size 3), unlike
+   ONNX, whose window for an even size has size elements, the extra one after c.
+2. The square sum is taken over the box those windows span, and alpha is divided by size^len(axes)
+   (axes [2, 3], size 3: alpha / 9); for axes [1] that is ONNX's alpha / size.
+3. The CPU plugin truncates bias toward zero to an integer: 1.5 computes as 1, 2.5 as 2, 0.5 as 0, -1.5
+   as -1 (alpha 1, beta 1, size 1, x = [1, 2, 3, 0.5]: x / y - x^2 = 1 for bias 1.5). OpenVINO's own ONNX frontend keeps
+   bias 1.5, so its IR of an ONNX LRN with bias 1.5 is off by 0.31 against onnxruntime. poolir computes
+   what OpenVINO computes (int(bias)); the ONNX -> IR converter writes a non-integer bias exactly another
+   way (converter/onnx_to_ir/normalization.py).
+4. Only axes [1] (across channels) or every spatial axis [2 .. rank-1] run: the CPU plugin refuses others
+   ("Supports only across channels or across spatial reduction"), and for [1, 2, 3] it accepts the layer
+   but its numbers match neither window formula (0.04..0.13 off): poolir refuses those too.
+"""
+
+from __future__ import annotations
+
+from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.ir.ops.normalization import bn_ports
+from poolir.runtime.ir_ops.registry import axis_index, builder, int_list
+from poolir.runtime.kernels.normalization import batch_norm, lrn
+
+
+def openvino_lrn_window(size: int) -> int:
+    """The half-width of OpenVINO's LRN window on each axis (fact 1)."""
+    return (size - 1) // 2
+
+
+def openvino_lrn_axes_problem(axes: list[int], rank: int) -> str | None:
+    """Why OpenVINO's CPU plugin does not run LRN over these (normalised) axes, or None (fact 4)."""
+    if sorted(set(axes)) in ([1], list(range(2, rank))) and axes:
+        return None
+    return (f"LRN axes {axes} for rank {rank}: OpenVINO's CPU plugin runs only axes [1] (across channels) or "
+            f"every spatial axis {list(range(2, rank))}")
+
+
+@builder("BatchNormInference")
+def _batch_norm(info):
+    data_port, gamma_port, beta_port, mean_port, var_port = bn_ports(info.layer)
+    epsilon = info.layer.attrs["epsilon"]
+
+    def run(args):
+        x = args[data_port]
+        for name, port in (("gamma", gamma_port), ("beta", beta_port), ("mean", mean_port), ("variance", var_port)):
+            if args[port].shape != (x.shape[1],):
+                raise InvalidModelError(f"{name} has shape {list(args[port].shape)}, expected [{x.shape[1]}]")
+        return (batch_norm(x, args[gamma_port], args[beta_port], args[mean_port], args[var_port], epsilon),)
+    return run
+
+
+@builder("LRN")
+def _lrn(info):
+    attrs = info.layer.attrs
+    size = attrs["size"]
+    half = openvino_lrn_window(size)
+    bias = float(int(attrs["bias"]))  # fact 3
+
+    def run(args):
+        x = args[0]
+        axes = sorted({axis_index(a, x.ndim, "LRN axis") for a in int_list(args[1], "LRN axes")})
+        problem = openvino_lrn_axes_problem(axes, x.ndim)
+        if problem:
+            raise UnsupportedError(problem)
+        alpha = attrs["alpha"] / size ** len(axes)  # fact 2
+        return (lrn(x, axes, alpha, attrs["beta"], bias, half, half),)
+    return run

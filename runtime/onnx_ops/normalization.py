@@ -1,0 +1,153 @@
+"""ONNX BatchNormalization, LRN and Dropout: version rows and adapters onto runtime.kernels.normalization.
+
+poolir runs inference only. Readings (these go into the README's semantics section too):
+
+- BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + B, per channel (axis 1), X of rank
+  >= 2 (the spec's "N x C x D1 x ... x Dn" with n >= 0; rank 1 is refused). Versions 1 and 6 run in
+  training mode unless is_test=1 (is_test's default 0 means training), which normalises with the batch's
+  own statistics: refused. Version 14's training_mode=1 is refused too, and so is any optional output
+  (mean, var, saved_mean, saved_var; running_mean, running_var from 14), which exists only in training.
+  spatial=0 (versions 1..7; removed in 9) takes statistics of shape C x D1 x ... x Dn, one value per
+  element of a sample: implemented. momentum and consumed_inputs (version 1) do not change inference.
+- LRN: square_sum[c] = sum of X[c']^2 for c' in [c - floor((size-1)/2), c + ceil((size-1)/2)] (clipped
+  to the channels), Y = X / (bias + alpha / size * square_sum) ^ beta, over axis 1 only. An even size puts
+  the extra element AFTER c. (onnxruntime refuses even sizes: "size_ % 2 == 1 was false".)
+- Dropout: in inference Y = X, and the optional mask is all true (ones of X's type before opset 10, whose
+  mask type is T; bool from 10). Versions 1 and 6 with is_test=0 (the default) drop at random: refused.
+  From 12, ratio and training_mode are inputs: training_mode true with a ratio other than 0 drops at
+  random and is refused (a ratio of 0 keeps everything, as the spec's reference says); ratio and seed are
+  otherwise ignored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from poolir.ir.errors import UsageError
+from poolir.runtime.kernels.normalization import batch_norm, lrn
+from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
+from poolir.runtime.onnx_ops.registry import (FLOAT, INT, INTS, REMOVED, Attribute, NodeContext, OnnxOpVersion, Step,
+                                              adapter, define)
+
+define("BatchNormalization", [
+    (1, {"consumed_inputs": Attribute(INTS, required=True), "epsilon": Attribute(FLOAT, 1e-5),
+         "is_test": Attribute(INT, 0), "momentum": Attribute(FLOAT, 0.9), "spatial": Attribute(INT, 1)},
+     FLOAT_TYPES, 5),
+    (6, {"consumed_inputs": REMOVED}),
+    (7, {"is_test": REMOVED}),
+    (9, {"spatial": REMOVED}),
+    (14, {"training_mode": Attribute(INT, 0)}, FLOAT_TYPES_BF16, 3),
+    (15, {}),  # scale/B and mean/var get their own type constraints (T1, T2)
+])
+define("LRN", [
+    (1, {"alpha": Attribute(FLOAT, 1e-4), "beta": Attribute(FLOAT, 0.75), "bias": Attribute(FLOAT, 1.0),
+         "size": Attribute(INT, required=True)}, FLOAT_TYPES),
+    (13, {}, FLOAT_TYPES_BF16),
+])
+define("Dropout", [
+    (1, {"consumed_inputs": Attribute(INTS), "is_test": Attribute(INT, 0), "ratio": Attribute(FLOAT, 0.5)},
+     FLOAT_TYPES, 2),
+    (6, {"consumed_inputs": REMOVED}),
+    (7, {"is_test": REMOVED}),
+    (10, {}),  # the mask becomes bool (T1)
+    (12, {"ratio": REMOVED, "seed": Attribute(INT)}),  # ratio and training_mode become inputs
+    (13, {}, FLOAT_TYPES_BF16),
+    (22, {}),  # adds float8 types, which poolir does not hold
+])
+
+# The first Dropout version whose mask is bool (before it the mask has the data's type T). This is the one
+# version fact no attribute shows; it lives here, beside the rows, and is asked through `dropout_mask_dtype`.
+_BOOL_MASK_SINCE = 10
+
+
+def dropout_mask_dtype(version: OnnxOpVersion, data_dtype: np.dtype) -> np.dtype:
+    return np.dtype(bool) if version.since >= _BOOL_MASK_SINCE else np.dtype(data_dtype)
+
+
+def lrn_window(size: int) -> tuple[int, int]:
+    """ONNX LRN's channel window around c: (before, after) = (floor((size-1)/2), ceil((size-1)/2))."""
+    return (size - 1) // 2, size // 2
+
+
+def inference_problem(version: OnnxOpVersion, attrs: dict, requested_outputs: list[str]) -> str | None:
+    """Why a BatchNormalization or Dropout node is not an inference node (None when it is), from its
+    attributes and the outputs it asks for. Shared by the runtime and the ONNX -> IR converter."""
+    if "is_test" in version.attributes and not attrs.get("is_test", 0):
+        return (f"is_test=0 runs {version.label} in training mode ("
+                + ("normalising with the batch's own statistics" if version.op_type == "BatchNormalization"
+                   else "dropping elements at random") + "); poolir runs inference only (is_test=1)")
+    if version.op_type == "BatchNormalization":
+        if attrs.get("training_mode", 0):
+            return f"training_mode={attrs['training_mode']}: poolir runs inference only"
+        extra = [name for name in requested_outputs[1:] if name]
+        if extra:
+            return (f"outputs {', '.join(extra)} exist only in training mode; poolir runs inference only "
+                    "(ask for Y alone)")
+    return None
+
+
+def training_mode_problem(ratio, training_mode) -> str | None:
+    """Dropout-12+: why the given inputs drop at random (None when the node is an identity)."""
+    if training_mode is None or not bool(np.asarray(training_mode).reshape(-1)[0]):
+        return None
+    if ratio is not None and float(np.asarray(ratio).reshape(-1)[0]) == 0.0:
+        return None
+    return "training_mode is true and ratio is not 0: Dropout drops at random; poolir runs inference only"
+
+
+@adapter("BatchNormalization")
+def plan_batch_norm(ctx: NodeContext) -> Step:
+    problem = inference_problem(ctx.version, ctx.attrs, list(ctx.node.output))
+    if problem:
+        raise UsageError(problem)
+    epsilon = ctx.attrs["epsilon"]
+    per_channel = ctx.attrs.get("spatial", 1) != 0
+
+    def run(x, scale, bias, mean, var):
+        check_dtype(ctx.version, x.dtype)
+        if x.ndim < 2:
+            raise UsageError(f"X has rank {x.ndim}; {ctx.version.label} needs N x C x D1 .. Dn (rank >= 2)")
+        want = (x.shape[1],) if per_channel else x.shape[1:]
+        for name, value in (("scale", scale), ("B", bias), ("mean", mean), ("var", var)):
+            if value.shape != want:
+                raise UsageError(f"{name} has shape {list(value.shape)}, expected {list(want)}"
+                                 + ("" if per_channel else " (spatial=0: one value per element of a sample)"))
+        return (batch_norm(x, scale, bias, mean, var, epsilon),)
+    return run
+
+
+@adapter("LRN")
+def plan_lrn(ctx: NodeContext) -> Step:
+    size = ctx.attrs["size"]
+    if size < 1:
+        raise UsageError(f"attribute 'size' = {size}: must be >= 1")
+    before, after = lrn_window(size)
+    alpha, beta, bias = ctx.attrs["alpha"], ctx.attrs["beta"], ctx.attrs["bias"]
+
+    def run(x):
+        check_dtype(ctx.version, x.dtype)
+        if x.ndim < 2:
+            raise UsageError(f"X has rank {x.ndim}; {ctx.version.label} needs N x C x D1 .. Dn (rank >= 2)")
+        return (lrn(x, [1], alpha / size, beta, bias, before, after),)
+    return run
+
+
+@adapter("Dropout")
+def plan_dropout(ctx: NodeContext) -> Step:
+    problem = inference_problem(ctx.version, ctx.attrs, list(ctx.node.output))
+    if problem:
+        raise UsageError(problem)
+    with_mask = ctx.output_count >= 2
+
+    def run(x, ratio=None, training_mode=None):
+        check_dtype(ctx.version, x.dtype)
+        refused = training_mode_problem(ratio, training_mode)
+        if refused:
+            raise UsageError(refused)
+        if not with_mask:
+            return (x,)
+        return x, np.ones(x.shape, dropout_mask_dtype(ctx.version, x.dtype))
+    return run
+
+
+__all__ = ["dropout_mask_dtype", "inference_problem", "lrn_window", "training_mode_problem"]
