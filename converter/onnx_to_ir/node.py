@@ -24,6 +24,12 @@ class Value:
     shape: tuple[int | None, ...]
 
 
+def value_of(builder: GraphBuilder, ref: OutputRef) -> Value:
+    """The Value of a built output port: its element type and dims as shape inference found them."""
+    info = builder.info(ref)
+    return Value(ref, info.element_type, tuple(d.value for d in info.shape))
+
+
 def layer_version(layer_type: str, attrs: Mapping[str, Any], *, newest: bool = False) -> str:
     """The IR opset to write a layer in ("opset14"), asked of ir.schema: the first version of `layer_type`
     that has every attribute in `attrs` and allows each value given to a choice attribute (MaxPool with
@@ -82,6 +88,12 @@ class OnnxNode:
         attrs = attrs or {}
         return self.builder.add(layer_type, layer_version(layer_type, attrs, newest=newest), inputs, attrs,
                                 name=name)
+
+    def layer(self, layer_type: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None,
+              name: str | None = None, *, newest: bool = False) -> list[Value]:
+        """add() taking and returning Values (types and dims from shape inference)."""
+        refs = self.add(layer_type, [v.ref for v in inputs], attrs, name=name, newest=newest)
+        return [value_of(self.builder, ref) for ref in refs]
 
     def const(self, value: Any, element_type: str | None = None) -> OutputRef:
         """A Const layer; with `element_type`, the value converted to that IR element type first."""
