@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
+from typing import Callable, TextIO
 
 import click
 import onnx
@@ -32,6 +35,31 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
     return name, tuple(dims)
 
 
+class ConvertProgress:
+    """'converting node 812/1650' on stderr, once a conversion has run longer than `after` seconds, and only on
+    a terminal (a log or a pipe gets no carriage-return lines); cleared when the conversion ends."""
+
+    def __init__(self, stream: TextIO | None = None, after: float = 1.5,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = stream is not None or sys.stderr.isatty()
+        self.after, self.clock = after, clock
+        self.start = clock()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or self.clock() - self.start < self.after:
+            return
+        self.stream.write(f"\r\033[Kconverting node {done}/{total}")
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
 @click.command("convert")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--output", "destination", required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -55,10 +83,14 @@ def command(source: Path, destination: Path, opset: int | None, ir_version: str 
         if opset is not None:
             raise UsageError("--opset applies to IR -> ONNX; for ONNX -> IR use --ir-version")
         shapes = dict(parse_input_shape(text) for text in input_shapes)
+        progress = ConvertProgress()
         try:
-            model = onnx_to_ir(load_onnx(source, check=True), input_shapes=shapes, ir_version=int(ir_version or 11))
+            model = onnx_to_ir(load_onnx(source, check=True), input_shapes=shapes, ir_version=int(ir_version or 11),
+                               progress=progress)
         except PoolirError as error:
             raise error.located(file=source) from None
+        finally:
+            progress.finish()
         try:
             ir.write_model(model, destination)
         except PoolirError as error:  # e.g. a name XML cannot hold

@@ -24,7 +24,8 @@ import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.element_types import dtype_of
-from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError
+from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
+from poolir.runtime import onnx_ops
 from poolir.runtime.kernels.movement import even_split_sizes
 
 _INDEX_TYPES = ("i32", "i64")
@@ -213,7 +214,12 @@ def expand(node: OnnxNode) -> list[Value]:
 
 
 def constant(node: OnnxNode) -> list[Value]:
-    raise UnsupportedError("Constant is folded by the driver")  # never reached: driver.fold handles it
+    """The driver folds every Constant whose value an IR Const can hold; here is what is wrong with the others."""
+    try:
+        value = onnx_ops.constant_value(node.attributes())
+    except UsageError as error:
+        raise InvalidModelError(error.problem) from None
+    raise UnsupportedError(f"the Constant's value of element type {value.dtype} has no IR equivalent")
 
 
 def constant_of_shape(node: OnnxNode) -> list[Value]:
