@@ -71,8 +71,11 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
                          f"called (inputs: {known})")
     constants = _Constants(builder)
     for name, init in initializers.items():
-        array = onnx.numpy_helper.to_array(init)
         ir_element_type(init.data_type, f"initializer '{name}'")
+        try:
+            array = onnx.numpy_helper.to_array(init)
+        except Exception as error:  # onnx raises what numpy raises: dims that do not match the data, ...
+            raise InvalidModelError(f"initializer '{name}' cannot be read: {error}") from None
         values[name] = array  # a Const only where a layer or an output uses it (constants.value)
     for index, node in enumerate(graph.node):
         try:
@@ -116,8 +119,8 @@ class _Constants:
         self.refs: dict[tuple, OutputRef] = {}
 
     def value(self, array: np.ndarray) -> Value:
-        array = np.array(array, order="C", copy=False) if array.flags.c_contiguous else np.array(array, order="C")
-        key = (array.dtype.str, array.shape, hashlib.sha256(array.tobytes()).digest())
+        array = np.require(array, requirements="C")
+        key = (array.dtype.str, array.shape, hashlib.sha256(array.reshape(-1).view(np.uint8)).digest())
         ref = self.refs.get(key)
         if ref is None:
             ref = self.refs[key] = self.builder.const(array)
@@ -138,9 +141,7 @@ def _fold(node: onnx.NodeProto, opset: int, values: dict[str, Value | np.ndarray
         dims = source.shape if source is not None else (None,)
         if any(d is None for d in dims):
             return None
-        arrays = [np.zeros(dims, np.int8)] if math.prod(dims) <= FOLD_LIMIT else None  # only its dims are read
-        if arrays is None:
-            return None
+        arrays = [np.broadcast_to(np.zeros((), np.int8), dims)]  # Shape reads only the dims: a view, no memory
     elif any(a is None and name for a, name in zip(arrays, node.input)):
         return None
     try:
@@ -168,6 +169,8 @@ def _output_bound(op_type: str, attrs: dict, arrays: list[np.ndarray | None]) ->
     largest = max((a.size for a in present), default=1)
     if op_type in _BROADCASTING:
         return math.prod(np.broadcast_shapes(*(a.shape for a in present)))
+    if op_type == "Shape":
+        return present[0].ndim
     if op_type == "ConstantOfShape":
         dims = [int(v) for v in present[0].reshape(-1)]
         return math.prod(dims) if all(d >= 0 for d in dims) else FOLD_LIMIT + 1

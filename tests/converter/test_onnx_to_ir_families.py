@@ -487,3 +487,11 @@ def test_convert_progress_after_a_delay():
     calls = []
     onnx_to_ir(make_model(nodes, [("x", T.FLOAT, (2,))], [("y", T.FLOAT)]), progress=lambda d, t: calls.append((d, t)))
     assert calls == [(1, 2), (2, 2)]
+
+
+def test_shape_of_a_huge_static_input_is_folded_without_allocating():
+    model = make_model([helper.make_node("Shape", ["x"], ["y"])], [("x", T.FLOAT, (10 ** 4, 10 ** 4))],
+                       [("y", T.INT64)])
+    converted = onnx_to_ir(model)
+    (const,) = [layer for layer in converted.layers if layer.type == "Const"]
+    assert const.data.tolist() == [10 ** 4, 10 ** 4]
