@@ -102,9 +102,7 @@ def ceil(node: OnnxNode) -> list[Value]:
 def binary(node: OnnxNode) -> list[Value]:
     """Add, Sub, Mul, Div, Pow: one IR layer, numpy broadcasting."""
     node.attributes()
-    if len(node.inputs) != 2:
-        raise InvalidModelError(f"{node.version.label} takes two inputs, got {len(node.inputs)}")
-    a, b = node.inputs
+    a, b = node.checked_inputs(2, 2)
     op_type = node.version.op_type
     extra = {}
     if op_type == "Div" and _is_integer(a.element_type):
@@ -126,11 +124,9 @@ def variadic(node: OnnxNode) -> list[Value]:
     """Max, Min, Sum, Mean of one or more inputs: a left-to-right chain of binary layers (Mean then divides
     by the count)."""
     node.attributes()
-    if not node.inputs:
-        raise InvalidModelError(f"{node.version.label} needs at least one input")
+    inputs = node.checked_inputs(1, None)
     op_type = node.version.op_type
     layer_type = _BINARY[op_type]
-    inputs = node.inputs
     if len(inputs) == 1 and op_type != "Mean":
         return [inputs[0]]  # the driver copies it if it is a graph input that is also an output
     result = inputs[0]
@@ -148,9 +144,7 @@ def variadic(node: OnnxNode) -> list[Value]:
 
 def mod(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    if len(node.inputs) != 2:
-        raise InvalidModelError(f"{node.version.label} takes two inputs, got {len(node.inputs)}")
-    a, b = node.inputs
+    a, b = node.checked_inputs(2, 2)
     fmod = attrs.get("fmod", 0)
     if fmod not in (0, 1):
         raise InvalidModelError(f"attribute 'fmod' = {fmod}: must be 0 or 1")
@@ -183,9 +177,7 @@ def cast(node: OnnxNode) -> list[Value]:
 
 def cast_like(node: OnnxNode) -> list[Value]:
     node.attributes()
-    if len(node.inputs) != 2:
-        raise InvalidModelError(f"{node.version.label} takes two inputs, got {len(node.inputs)}")
-    x, like = node.inputs
+    x, like = node.checked_inputs(2, 2)
     return _convert(node, x, like.element_type, like)
 
 

@@ -75,9 +75,7 @@ def transpose(node: OnnxNode) -> list[Value]:
 
 def reshape(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    if len(node.inputs) != 2:
-        raise InvalidModelError(f"{node.version.label} takes two inputs, got {len(node.inputs)}")
-    x, shape = node.inputs
+    x, shape = node.checked_inputs(2, 2)
     _index_input(shape, "the shape input")
     special_zero = not attrs.get("allowzero", 0)  # module docstring
     return node.layer("Reshape", [x, shape], {"special_zero": special_zero}, name=node.name)
@@ -85,23 +83,20 @@ def reshape(node: OnnxNode) -> list[Value]:
 
 def concat(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    if not node.inputs:
-        raise InvalidModelError(f"{node.version.label} needs at least one input")
-    rank = len(node.inputs[0].shape)
-    return node.layer("Concat", node.inputs, {"axis": _axis(attrs["axis"], rank)}, name=node.name)
+    inputs = node.checked_inputs(1, None)
+    rank = len(inputs[0].shape)
+    return node.layer("Concat", inputs, {"axis": _axis(attrs["axis"], rank)}, name=node.name)
 
 
 def split(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    if not 1 <= len(node.inputs) <= 2:
-        raise InvalidModelError(f"{node.version.label} takes one or two inputs, got {len(node.inputs)}")
-    x = node.inputs[0]
+    x, given = (node.checked_inputs(1, 2 if "split" not in attrs else 1, optional=(1,)) + [None])[:2]
     axis = _axis(attrs.get("axis", 0), len(x.shape))
     parts = len(node.node.output)
     sizes = attrs.get("split")
-    if len(node.inputs) == 2:
-        _index_input(node.inputs[1], "the split input")
-        sizes = _ints(node, node.inputs[1], "the split input")
+    if given is not None:
+        _index_input(given, "the split input")
+        sizes = _ints(node, given, "the split input")
     num_outputs = attrs.get("num_outputs")
     if sizes is None and num_outputs is not None:
         if num_outputs != parts:
@@ -123,26 +118,19 @@ def split(node: OnnxNode) -> list[Value]:
 def slice_(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
     if "starts" in attrs:  # Slice-1: attributes
-        if len(node.inputs) != 1:
-            raise InvalidModelError(f"{node.version.label} takes one input, got {len(node.inputs)}")
+        x = node.single_input()
         starts, ends = list(attrs["starts"]), list(attrs["ends"])
         axes = attrs.get("axes")
         if len(starts) != len(ends) or (axes is not None and len(axes) != len(starts)):
             raise InvalidModelError("starts, ends and axes must have one value per sliced axis")
-        inputs = [node.inputs[0], _i64(node, starts), _i64(node, ends), _i64(node, [1] * len(starts))]
+        inputs = [x, _i64(node, starts), _i64(node, ends), _i64(node, [1] * len(starts))]
         if axes is not None:
             inputs.append(_i64(node, axes))
     else:
-        if not 3 <= len(node.inputs) <= 5:
-            raise InvalidModelError(f"{node.version.label} takes 3 to 5 inputs, got {len(node.inputs)}")
-        x, starts, ends, *rest = node.inputs
-        for value, what in zip(node.inputs[1:], ("starts", "ends", "axes", "steps")):
-            if value is None and what in ("starts", "ends"):
-                raise InvalidModelError(f"{what} is required")
+        x, starts, ends, axes, steps = node.checked_inputs(3, 5, optional=(3, 4))
+        for value, what in ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps")):
             if value is not None:
                 _index_input(value, what)
-        axes = rest[0] if rest else None
-        steps = rest[1] if len(rest) > 1 else None
         if steps is None:
             count = starts.shape[0] if len(starts.shape) == 1 else None
             if count is None:
@@ -154,10 +142,7 @@ def slice_(node: OnnxNode) -> list[Value]:
 
 def squeeze(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    x = node.inputs[0]
-    axes = node.inputs[1] if len(node.inputs) > 1 else None
-    if x is None:
-        raise InvalidModelError("the data input is required")
+    x, axes = (node.checked_inputs(1, 1 if "axes" in attrs else 2, optional=(1,)) + [None])[:2]
     if "axes" in attrs:
         axes = _i64(node, attrs["axes"])
     if axes is None:
@@ -170,21 +155,17 @@ def squeeze(node: OnnxNode) -> list[Value]:
 
 def unsqueeze(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    x = node.inputs[0]
     if "axes" in attrs:
+        x = node.single_input()
         axes = _i64(node, attrs["axes"])
-    elif len(node.inputs) == 2:
-        axes = node.inputs[1]
     else:
-        raise InvalidModelError(f"{node.version.label} needs axes")
+        x, axes = node.checked_inputs(2, 2)
     return node.layer("Unsqueeze", [x, axes], name=node.name)
 
 
 def gather(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    if len(node.inputs) != 2:
-        raise InvalidModelError(f"{node.version.label} takes two inputs, got {len(node.inputs)}")
-    data, indices = node.inputs
+    data, indices = node.checked_inputs(2, 2)
     _index_input(indices, "the indices input")
     axis = _axis(attrs.get("axis", 0), len(data.shape))
     return node.layer("Gather", [data, indices, _i64(node, axis)], {"batch_dims": 0}, name=node.name,
@@ -206,9 +187,7 @@ def shape(node: OnnxNode) -> list[Value]:
 
 def expand(node: OnnxNode) -> list[Value]:
     node.attributes()
-    if len(node.inputs) != 2:
-        raise InvalidModelError(f"{node.version.label} takes two inputs, got {len(node.inputs)}")
-    x, target = node.inputs
+    x, target = node.checked_inputs(2, 2)
     _index_input(target, "the shape input")
     return node.layer("Broadcast", [x, target], {"mode": "bidirectional"}, name=node.name)
 
@@ -225,9 +204,7 @@ def constant(node: OnnxNode) -> list[Value]:
 def constant_of_shape(node: OnnxNode) -> list[Value]:
     """ConstantOfShape of a computed shape: Broadcast of the value (a shape the driver knows is folded)."""
     attrs = node.attributes()
-    (target,) = node.inputs if len(node.inputs) == 1 else (None,)
-    if target is None:
-        raise InvalidModelError(f"{node.version.label} takes one input, got {len(node.inputs)}")
+    target = node.single_input()
     _index_input(target, "the shape input")
     value = attrs.get("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[:1].reshape(())
@@ -242,7 +219,10 @@ def pad(node: OnnxNode) -> list[Value]:
     """Pad-2 (pads and value attributes), Pad-11+ (pads, constant_value inputs; axes from 18). ONNX reflect
     and edge are IR reflect and edge; ONNX wrap (opset 19) has no IR pad mode and is refused."""
     attrs = node.attributes()
-    x = node.inputs[0]
+    if "pads" in attrs:
+        x, pads_input, given, axes_input = node.checked_inputs(1, 1) + [None] * 3
+    else:
+        x, pads_input, given, axes_input = node.checked_inputs(2, 4, optional=(2, 3))
     rank = len(x.shape)
     mode = attrs.get("mode", "constant")
     if mode not in _PAD_MODES:
@@ -251,17 +231,14 @@ def pad(node: OnnxNode) -> list[Value]:
         pads = list(attrs["pads"])
         fill = np.asarray(attrs.get("value", 0.0))
     else:
-        if not 2 <= len(node.inputs) <= 4:
-            raise InvalidModelError(f"{node.version.label} takes 2 to 4 inputs, got {len(node.inputs)}")
-        pads = _ints(node, node.inputs[1], "the pads input")
-        given = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] is not None else None
+        pads = _ints(node, pads_input, "the pads input")
         given = None if given is not None and given.shape == (0,) else given
         fill = None if given is None else _known(node, given)
         if given is not None and fill is None:
             raise ConversionError("the constant_value input must be constant to convert to IR")
         fill = np.zeros(()) if fill is None else np.asarray(fill).reshape(-1)[0]
-        if len(node.inputs) == 4:
-            axes = [_axis(a, rank, "axes entry") for a in _ints(node, node.inputs[3], "the axes input")]
+        if axes_input is not None:
+            axes = [_axis(a, rank, "axes entry") for a in _ints(node, axes_input, "the axes input")]
             full = [0] * (2 * rank)
             for i, axis in enumerate(axes):
                 full[axis], full[axis + rank] = pads[i], pads[i + len(axes)]

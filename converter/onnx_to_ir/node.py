@@ -54,14 +54,24 @@ class OnnxNode:
 
     node: onnx.NodeProto
     version: onnx_ops.OpVersion
-    inputs: list[Value]
+    inputs: list[Value | None]  # None: an optional input left out (an empty name)
     name: str  # the name of the IR layer it becomes (derived layers append "/..." to it)
     builder: GraphBuilder
 
     def single_input(self) -> Value:
-        if len(self.inputs) != 1:
-            raise InvalidModelError(f"{self.version.label} takes one input, got {len(self.inputs)}")
-        return self.inputs[0]
+        return self.checked_inputs(1, 1)[0]
+
+    def checked_inputs(self, low: int, high: int | None, optional: Sequence[int] = ()) -> list[Value | None]:
+        """The node's inputs, between `low` and `high` of them, padded with None to `high` (unbounded: None
+        for `high` means any number); an input left out (an empty name) only where `optional` allows."""
+        count = len(self.inputs)
+        if count < low or (high is not None and count > high):
+            expected = str(low) if low == high else f"{low} to {high}" if high is not None else f"at least {low}"
+            raise InvalidModelError(f"{self.version.label} takes {expected} inputs, got {count}")
+        for index, value in enumerate(self.inputs):
+            if value is None and index not in optional:
+                raise InvalidModelError(f"input {index} of {self.version.label} is required but left out")
+        return list(self.inputs) + [None] * ((high or count) - count)
 
     def checked_single_input(self) -> tuple[Value, dict[str, Any]]:
         """The node's one input and its normalised attributes, the input's element type checked, in that order."""

@@ -18,12 +18,12 @@ _DIRECT = {op: op for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"
                              "ReduceL2")}
 
 
-def _axes(node: OnnxNode, attrs: dict, rank: int) -> list[int] | None:
+def _axes(node: OnnxNode, attrs: dict, axes_input: Value | None, rank: int) -> list[int] | None:
     """The reduced axes, normalised; None: reduce nothing (noop_with_empty_axes)."""
     if "axes" in attrs:
         axes = list(attrs["axes"])
-    elif len(node.inputs) == 2 and node.inputs[1].shape != (0,):
-        known = node.builder.info(node.inputs[1].ref).value
+    elif axes_input is not None and axes_input.shape != (0,):
+        known = node.builder.info(axes_input.ref).value
         if known is None:
             raise ConversionError("the axes input must be constant to convert to IR")
         axes = [int(v) for v in np.asarray(known).reshape(-1)]
@@ -42,10 +42,8 @@ def _axes(node: OnnxNode, attrs: dict, rank: int) -> list[int] | None:
 
 def reduce(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    if not 1 <= len(node.inputs) <= 2:
-        raise InvalidModelError(f"{node.version.label} takes one or two inputs, got {len(node.inputs)}")
-    x = node.inputs[0]
-    axes = _axes(node, attrs, len(x.shape))
+    x, axes_input = (node.checked_inputs(1, 1 if "axes" in attrs else 2, optional=(1,)) + [None])[:2]
+    axes = _axes(node, attrs, axes_input, len(x.shape))
     if axes is None:
         return [x]  # noop_with_empty_axes: the driver copies it if it is also a graph input/output name
     op_type = node.version.op_type
