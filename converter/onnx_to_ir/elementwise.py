@@ -9,7 +9,10 @@ which runs each case in onnxruntime and in OpenVINO 2026.4 on CPU):
 - Integer Div: ONNX truncates toward zero (onnxruntime, i32 [-7, 7] / [2, -2] -> [-3, -3]); OpenVINO Divide
   floors by default (m_pythondiv=true: its spec and its constant folding give [-4, -4]). poolir writes
   m_pythondiv=false, which truncates in the spec, the reference and the CPU plugin alike.
-- Mod: fmod=0 takes the divisor's sign (Python's %), which is IR FloorMod, for integers. fmod=1 is C's
+- Mod: fmod=0 takes the divisor's sign (Python's %), which is IR FloorMod for integers. For floats (allowed
+  with fmod=0 by the newest spec) OpenVINO's FloorMod differs at infinities and signed zeros (the onnx backend
+  case test_mod_float_edge_cases_fmod_0_float32: ONNX [-0, 0, 0, -0, inf, 3, -1, -inf, nan...], OpenVINO
+  [0, 0, 0, 0, nan, nan, nan, nan, nan...]), so float Mod is refused. fmod=1 is C's
   fmod (the dividend's sign): for integers a - trunc(a / b) * b with Divide m_pythondiv=false; for floats
   poolir's IR has no Mod layer and a - trunc(a / b) * b is not exact, so it is refused.
 - Cast: OpenVINO's Convert does what onnxruntime's Cast does (measured, CPU): float -> integer truncates
@@ -150,7 +153,8 @@ def mod(node: OnnxNode) -> list[Value]:
         raise InvalidModelError(f"attribute 'fmod' = {fmod}: must be 0 or 1")
     if not _is_integer(a.element_type):
         if not fmod:
-            raise InvalidModelError(f"{node.version.label} on {a.element_type} needs fmod=1 (the ONNX spec)")
+            raise ConversionError("floating-point Mod with fmod=0: OpenVINO's FloorMod differs from it at infinities "
+                                  "and signed zeros (3 mod inf: ONNX 3, OpenVINO NaN; -0 mod 2: -0 and 0)")
         raise ConversionError("floating-point Mod (C fmod) has no IR layer in poolir, and a - trunc(a / b) * b "
                               "is not exact")
     if not fmod:
