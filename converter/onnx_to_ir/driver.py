@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import time
 from typing import Callable, Mapping, Sequence
 
 import numpy as np

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from poolir.converter.onnx_to_ir.node import OnnxNode, Value
+from poolir.converter.onnx_to_ir.node import OnnxNode, Value, value_of
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
 from poolir.runtime import onnx_ops
@@ -50,6 +50,11 @@ def _ints(node: OnnxNode, value: Value, what: str) -> list[int]:
 def _i64(node: OnnxNode, values) -> Value:
     array = np.asarray(values, dtype=np.int64)
     return Value(node.const(array), "i64", tuple(array.shape))
+
+
+def _by_attribute(node: OnnxNode, name: str) -> bool:
+    """Whether the node's version row has `name` as an attribute (before it became an input)."""
+    return name in node.version.attributes
 
 
 def _axis(axis: int, rank: int, what: str = "axis") -> int:
@@ -90,7 +95,7 @@ def concat(node: OnnxNode) -> list[Value]:
 
 def split(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    x, given = (node.checked_inputs(1, 2 if "split" not in attrs else 1, optional=(1,)) + [None])[:2]
+    x, given = (node.checked_inputs(1, 1 if _by_attribute(node, "split") else 2, optional=(1,)) + [None])[:2]
     axis = _axis(attrs.get("axis", 0), len(x.shape))
     parts = len(node.node.output)
     sizes = attrs.get("split")
@@ -117,7 +122,7 @@ def split(node: OnnxNode) -> list[Value]:
 
 def slice_(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    if "starts" in attrs:  # Slice-1: attributes
+    if _by_attribute(node, "starts"):  # Slice-1: attributes
         x = node.single_input()
         starts, ends = list(attrs["starts"]), list(attrs["ends"])
         axes = attrs.get("axes")
@@ -142,7 +147,7 @@ def slice_(node: OnnxNode) -> list[Value]:
 
 def squeeze(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    x, axes = (node.checked_inputs(1, 1 if "axes" in attrs else 2, optional=(1,)) + [None])[:2]
+    x, axes = (node.checked_inputs(1, 1 if _by_attribute(node, "axes") else 2, optional=(1,)) + [None])[:2]
     if "axes" in attrs:
         axes = _i64(node, attrs["axes"])
     if axes is None:
@@ -155,7 +160,7 @@ def squeeze(node: OnnxNode) -> list[Value]:
 
 def unsqueeze(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    if "axes" in attrs:
+    if _by_attribute(node, "axes"):
         x = node.single_input()
         axes = _i64(node, attrs["axes"])
     else:
@@ -208,7 +213,7 @@ def constant_of_shape(node: OnnxNode) -> list[Value]:
     _index_input(target, "the shape input")
     value = attrs.get("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[:1].reshape(())
-    fill_value = Value(node.const(fill), "", ())
+    fill_value = value_of(node.builder, node.const(fill))
     return node.layer("Broadcast", [fill_value, target], {"mode": "numpy"}, name=node.name)
 
 
@@ -219,7 +224,7 @@ def pad(node: OnnxNode) -> list[Value]:
     """Pad-2 (pads and value attributes), Pad-11+ (pads, constant_value inputs; axes from 18). ONNX reflect
     and edge are IR reflect and edge; ONNX wrap (opset 19) has no IR pad mode and is refused."""
     attrs = node.attributes()
-    if "pads" in attrs:
+    if _by_attribute(node, "pads"):
         x, pads_input, given, axes_input = node.checked_inputs(1, 1) + [None] * 3
     else:
         x, pads_input, given, axes_input = node.checked_inputs(2, 4, optional=(2, 3))

@@ -67,7 +67,8 @@ class OnnxNode:
         count = len(self.inputs)
         if count < low or (high is not None and count > high):
             expected = str(low) if low == high else f"{low} to {high}" if high is not None else f"at least {low}"
-            raise InvalidModelError(f"{self.version.label} takes {expected} inputs, got {count}")
+            plural = "" if expected == "1" else "s"
+            raise InvalidModelError(f"{self.version.label} takes {expected} input{plural}, got {count}")
         for index, value in enumerate(self.inputs):
             if value is None and index not in optional:
                 raise InvalidModelError(f"input {index} of {self.version.label} is required but left out")

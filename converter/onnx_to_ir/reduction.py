@@ -42,7 +42,8 @@ def _axes(node: OnnxNode, attrs: dict, axes_input: Value | None, rank: int) -> l
 
 def reduce(node: OnnxNode) -> list[Value]:
     attrs = node.attributes()
-    x, axes_input = (node.checked_inputs(1, 1 if "axes" in attrs else 2, optional=(1,)) + [None])[:2]
+    x, axes_input = (node.checked_inputs(1, 1 if "axes" in node.version.attributes else 2, optional=(1,))
+                     + [None])[:2]
     axes = _axes(node, attrs, axes_input, len(x.shape))
     if axes is None:
         return [x]  # noop_with_empty_axes: the driver copies it if it is also a graph input/output name

@@ -505,3 +505,12 @@ def test_shape_of_a_huge_static_input_is_folded_without_allocating():
 def test_scalar_inputs_stay_scalars(op, tmp_path):
     """A 0-d tensor through a decomposition with a 0-d Const stays 0-d (poolir's IR runtime once made it [1])."""
     check(single(op, [(T.FLOAT, ())]), tmp_path, {"x0": np.array(-2.5, np.float32)})
+
+
+def test_axes_as_an_input_before_its_opset_is_refused():
+    """Before ReduceMean-18 (and Squeeze-13) axes are an attribute; a second input there is bad input."""
+    init = [numpy_helper.from_array(np.array([1], np.int64), "x1")]
+    for op, opset in (("ReduceMean", 13), ("Squeeze", 11)):
+        model = single(op, [(T.FLOAT, (2, 1)), (T.INT64, (1,))], opset=opset, initializers=init)
+        with pytest.raises(PoolirError, match="takes 1 input, got 2"):
+            onnx_to_ir(model)
