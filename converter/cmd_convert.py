@@ -6,7 +6,10 @@ model.xml -> ./model.onnx); a missing output folder is created.
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
+from typing import Callable, TextIO
 
 import click
 import onnx
@@ -19,6 +22,31 @@ from poolir.converter.input_shapes import input_shape_option
 from poolir.ir.errors import PoolirError, UsageError, printable
 from poolir.runtime.onnx_model import load_onnx
 from poolir.runtime.session import model_kind
+
+
+class ConvertProgress:
+    """'converting node 812/1650' on stderr, once a conversion has run longer than `after` seconds, and only on
+    a terminal (a log or a pipe gets no carriage-return lines); cleared when the conversion ends."""
+
+    def __init__(self, stream: TextIO | None = None, after: float = 1.5,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = stream is not None or sys.stderr.isatty()
+        self.after, self.clock = after, clock
+        self.start = clock()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or self.clock() - self.start < self.after:
+            return
+        self.stream.write(f"\r\033[Kconverting node {done}/{total}")
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
 
 
 @click.command("convert")
@@ -49,11 +77,14 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
     if kinds == (".onnx", ".xml"):
         if opset is not None:
             raise UsageError("--opset applies to IR -> ONNX; for ONNX -> IR use --ir-version")
+        progress = ConvertProgress()
         try:
             model = onnx_to_ir(load_onnx(source, check=True, warn=findings.append), input_shapes=input_shapes,
-                               ir_version=int(ir_version or 11))
+                               ir_version=int(ir_version or 11), progress=progress)
         except PoolirError as error:
             raise error.located(file=source) from None
+        finally:
+            progress.finish()
         _make_folder(destination)
         try:
             ir.write_model(model, destination)

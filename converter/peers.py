@@ -90,7 +90,7 @@ def _openvino_infer(model, feeds: Mapping[str, np.ndarray], output_names: Iterab
     inputs = {}
     for port in compiled.inputs:
         name = port.get_any_name()
-        array = np.ascontiguousarray(feeds[name])
+        array = np.require(feeds[name], requirements="C")  # keeps a 0-d feed 0-d (ascontiguousarray makes it [1])
         if array.dtype == ml_dtypes.bfloat16:
             # OpenVINO's Python API takes bfloat16 only as raw 16-bit words of a bf16 tensor ...
             tensor = ov.Tensor(ov.Type.bf16, ov.Shape(list(array.shape)))

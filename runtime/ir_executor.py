@@ -139,7 +139,7 @@ class IRProgram:
         element_type = layer.attrs.get("element_type") or layer.outputs[0].element_type
         if element_type is not None:
             data = data.astype(dtype_of(str(element_type)), copy=False)
-        data = np.ascontiguousarray(data)
+        data = np.require(data, requirements="C")  # keeps a 0-d Const 0-d (ascontiguousarray makes it [1])
         data.flags.writeable = False  # shared by every run: no layer may write into it
         self._constants[outputs[0]] = data
 

@@ -6,14 +6,18 @@ op becomes, and why OpenVINO computes it as ONNX does, is written next to its co
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import hashlib
+import math
+from typing import Callable, Mapping, Sequence
 
+import numpy as np
 import onnx
 
 from poolir.converter.element_types import ir_element_type
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value, layer_version
 from poolir.converter.onnx_to_ir.registry import CONVERTERS
-from poolir.ir.builder import GraphBuilder
+from poolir.ir.builder import GraphBuilder, OutputRef
+from poolir.ir.element_types import element_type_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
 from poolir.ir.model import Model, shape_str
 from poolir.runtime import onnx_ops
@@ -21,13 +25,30 @@ from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
 
 
+# Constant folding computes a node whose inputs are all constant with the runtime's own ONNX adapters, when
+# its output is at most this many elements (checked before computing, so a hostile graph cannot make the
+# converter allocate a huge tensor); larger ones stay layers.
+FOLD_LIMIT = 1_000_000
+_FOLDABLE = frozenset(("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Reciprocal", "Add", "Sub", "Mul", "Div", "Pow",
+                       "Mod", "Max", "Min", "Sum", "Mean", "Cast", "CastLike", "Identity", "Transpose", "Reshape",
+                       "Concat", "Split", "Slice", "Squeeze", "Unsqueeze", "Gather", "Shape", "Expand", "Constant",
+                       "ConstantOfShape", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"))
+_BROADCASTING = frozenset(("Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean"))
+
+
 def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
-               ir_version: int = 11) -> Model:
+               ir_version: int = 11, progress: Callable[[int, int], None] | None = None) -> Model:
     """Convert an ONNX model to an IR model with the same meaning as OpenVINO computes it.
 
     input_shapes: NAME -> dims (-1 for dynamic) replacing the declared shape of a graph input.
     Raises UnsupportedError (ops without a converter, listed together), InvalidModelError,
     ConversionError (no exact IR exists, naming the node and why) or UsageError (a bad input_shapes).
+    progress(done, total) is called after each node (the command line shows it on stderr for a long run).
+
+    Initializers become Consts, one per distinct content (identical bytes, type and dims share one Const);
+    a graph input that also has an initializer (IR version 3 files list weights among the inputs) is that
+    constant, not a Parameter. Nodes whose inputs are all constant are folded (FOLD_LIMIT), and Shape of
+    a static shape is a Const.
     """
     if ir_version not in (10, 11):
         raise UsageError(f"IR version {ir_version} is not supported (10 or 11)")
@@ -38,7 +59,7 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
     refuse_unsupported(onnx_model, opset, lambda op_type: converts(op_type, opset), onnx_ops.first_opset,
                        doing="cannot convert to IR: ")
     builder = GraphBuilder(graph.name or "model")
-    values: dict[str, Value] = {}
+    values: dict[str, Value | np.ndarray] = {}  # ONNX tensor name -> IR value, or a constant's array
     initializers = {init.name: init for init in graph.initializer}
     shapes = dict(input_shapes or {})
     for graph_input in graph.input:
@@ -49,18 +70,26 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
         known = ", ".join(i.name for i in graph.input if i.name not in initializers)
         raise UsageError(f"--input-shape names {', '.join(sorted(shapes))}, which the model has no input "
                          f"called (inputs: {known})")
+    constants = _Constants(builder)
     for name, init in initializers.items():
-        array = onnx.numpy_helper.to_array(init)
-        values[name] = Value(builder.const(array), ir_element_type(init.data_type, f"initializer '{name}'"),
-                             tuple(array.shape))
+        ir_element_type(init.data_type, f"initializer '{name}'")
+        try:
+            array = onnx.numpy_helper.to_array(init)
+        except Exception as error:  # onnx raises what numpy raises: dims that do not match the data, ...
+            raise InvalidModelError(f"initializer '{name}' cannot be read: {error}") from None
+        values[name] = array  # a Const only where a layer or an output uses it (constants.value)
     for index, node in enumerate(graph.node):
         try:
-            outputs = _convert_node(builder, node, index, opset, values)
+            outputs = _fold(node, opset, values, constants)
+            if outputs is None:
+                outputs = _convert_node(builder, node, index, opset, values, constants)
         except PoolirError as error:
             raise error.located(where=node_label(node.name or f"#{index}", node.op_type)) from None
         for name, value in zip(node.output, outputs):
             if name:
                 values[name] = value
+        if progress is not None:
+            progress(index + 1, len(graph.node))
     parameter_refs = {values[i.name].ref for i in graph.input if i.name not in initializers}
     named_refs: set = set()
     if not graph.output:  # the IR would have no Result, and no runtime runs a graph without one
@@ -69,6 +98,8 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
         if graph_output.name not in values:
             raise InvalidModelError(f"graph output '{graph_output.name}' is produced by no node")
         value = values[graph_output.name]
+        if isinstance(value, np.ndarray):
+            value = constants.value(value)
         ref = value.ref
         if ref in parameter_refs or ref in named_refs:
             # One IR port has one tensor name: an output that is a graph input (through Identity) or a second
@@ -81,21 +112,98 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
     return builder.build(version=ir_version)
 
 
+class _Constants:
+    """Const layers by content: the same bytes, element type and dims give one Const."""
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        self.builder = builder
+        self.refs: dict[tuple, OutputRef] = {}
+
+    def value(self, array: np.ndarray) -> Value:
+        array = np.require(array, requirements="C")
+        key = (array.dtype.str, array.shape, hashlib.sha256(array.reshape(-1).view(np.uint8)).digest())
+        ref = self.refs.get(key)
+        if ref is None:
+            ref = self.refs[key] = self.builder.const(array)
+        return Value(ref, element_type_of(array.dtype), tuple(array.shape))
+
+
+def _fold(node: onnx.NodeProto, opset: int, values: dict[str, Value | np.ndarray],
+          constants: _Constants) -> list[np.ndarray] | None:
+    """The node's outputs as Consts, computed by the runtime's ONNX adapter, when every input is constant and
+    the output is small (FOLD_LIMIT); None: convert it to layers instead."""
+    op_type = node.op_type
+    if op_type not in _FOLDABLE or any(name not in values for name in node.input):
+        return None
+    version = onnx_ops.op_version(op_type, opset)
+    arrays = [values[name] if isinstance(values[name], np.ndarray) else None for name in node.input]
+    if op_type == "Shape":
+        source = values[node.input[0]] if len(node.input) == 1 else None
+        dims = source.shape if source is not None else (None,)
+        if any(d is None for d in dims):
+            return None
+        arrays = [np.broadcast_to(np.zeros((), np.int8), dims)]  # Shape reads only the dims: a view, no memory
+    elif any(a is None and name for a, name in zip(arrays, node.input)):
+        return None
+    try:
+        attrs = onnx_ops.normalize_attributes(node, version)
+        if _output_bound(op_type, attrs, arrays) > FOLD_LIMIT:
+            return None
+        context = onnx_ops.NodeContext(node, version, attrs, node.name, [a.dtype if a is not None else None
+                                       for a in arrays], [a.shape if a is not None else None for a in arrays],
+                                       arrays, len(node.output))
+        step = onnx_ops.ADAPTERS[op_type](context)
+        outputs = step(*(a for a in arrays if a is not None)) if all(n for n in node.input) else None
+        if outputs is None:
+            return None
+        results = [np.asarray(out) for out in outputs]
+        for out in results:
+            element_type_of(out.dtype)  # a type IR cannot hold (a string Constant) is the converter's to refuse
+    except (PoolirError, ValueError, TypeError, IndexError, ZeroDivisionError, OverflowError, KeyError):
+        return None  # not foldable as given; the converter reports what is wrong with it
+    return results
+
+
+def _output_bound(op_type: str, attrs: dict, arrays: list[np.ndarray | None]) -> int:
+    """An upper bound of the folded output's element count, computed without computing it."""
+    present = [a for a in arrays if a is not None]
+    largest = max((a.size for a in present), default=1)
+    if op_type in _BROADCASTING:
+        return math.prod(np.broadcast_shapes(*(a.shape for a in present)))
+    if op_type == "Shape":
+        return present[0].ndim
+    if op_type == "ConstantOfShape":
+        dims = [int(v) for v in present[0].reshape(-1)]
+        return math.prod(dims) if all(d >= 0 for d in dims) else FOLD_LIMIT + 1
+    if op_type == "Expand":
+        return math.prod(np.broadcast_shapes(present[0].shape, tuple(int(v) for v in present[1].reshape(-1))))
+    if op_type == "Gather":
+        data, indices = present
+        axis = attrs.get("axis", 0) % max(data.ndim, 1)
+        return indices.size * (data.size // max(data.shape[axis], 1)) if data.ndim else FOLD_LIMIT + 1
+    if op_type == "Concat":
+        return sum(a.size for a in present)
+    return largest  # the other foldable ops never produce more elements than their largest input
+
+
 def converts(op_type: str, opset: int) -> bool:
     """Whether a node of `op_type` in a model importing `opset` has an IR converter."""
     return op_type in CONVERTERS and onnx_ops.op_version(op_type, opset) is not None
 
 
 def _convert_node(builder: GraphBuilder, node: onnx.NodeProto, index: int, opset: int,
-                  values: dict[str, Value]) -> list[Value]:
-    inputs = []
+                  values: dict[str, Value | np.ndarray], constants: "_Constants") -> list[Value]:
+    inputs: list[Value | None] = []  # None: an optional input left out (an empty name)
     for name in node.input:
         if not name:  # an omitted optional input (Dropout's ratio before its training_mode): None in its place
             inputs.append(None)
             continue
         if name not in values:
             raise InvalidModelError(f"input '{name}' is produced by no earlier node, input or initializer")
-        inputs.append(values[name])
+        value = values[name]
+        inputs.append(constants.value(value) if isinstance(value, np.ndarray) else value)
+    while inputs and inputs[-1] is None:  # trailing optional inputs left out are just absent
+        inputs.pop()
     converter = CONVERTERS[node.op_type]
     return converter(OnnxNode(node, onnx_ops.op_version(node.op_type, opset), inputs,
                               node.name or f"{node.op_type}_{index}", builder))

@@ -1,16 +1,266 @@
 """ONNX data-movement nodes -> IR: ops that pass a tensor on or rearrange it without arithmetic.
 
-Identity is the one converted so far: it becomes no layer, its output is its input's IR tensor (the
-driver gives a graph output that is also a graph input, or a second name of one tensor, its own copy).
+Identity becomes no layer: its output is its input's IR tensor (the driver gives a graph output that is
+also a graph input, or a second name of one tensor, its own copy). Constant and ConstantOfShape are folded
+by the driver when their inputs are constant (driver.fold); a ConstantOfShape of a computed shape becomes
+Broadcast of its value.
+
+Where ONNX and OpenVINO give one name two meanings:
+
+- Reshape: ONNX allowzero=0 (the only meaning before opset 14) copies the input dim where the shape has a
+  0, which is IR special_zero=true; allowzero=1 makes 0 a real zero-length dim, special_zero=false.
+- Split: ONNX splits evenly by the output count (or Split-18's num_outputs, ceil-sized parts with a smaller
+  last one); IR Split needs an even split, so uneven parts become VariadicSplit with the lengths.
+- Slice: IR Slice-8 is ONNX Slice-10+'s definition (clamped starts/ends, negative steps, INT_MAX ends);
+  Slice-1's attributes become its inputs.
+- Shape start/end (opset 15) slice ShapeOf's output with Slice-8 under the same clamping rules.
+- Gather-8 takes negative indices like ONNX (Gather-1 and -7 do not).
+- Expand is Broadcast-3 with mode bidirectional (ONNX Expand broadcasts both ways).
 """
 
 from __future__ import annotations
 
-from poolir.converter.onnx_to_ir.node import OnnxNode, Value
+import numpy as np
+
+from poolir.converter.onnx_to_ir.node import OnnxNode, Value, value_of
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
+from poolir.runtime import onnx_ops
+from poolir.runtime.kernels.movement import even_split_sizes
+
+_INDEX_TYPES = ("i32", "i64")
 
 
 def identity(node: OnnxNode) -> list[Value]:
     return [node.single_input()]
 
 
-CONVERTERS = {"Identity": identity}
+def _known(node: OnnxNode, value: Value) -> np.ndarray | None:
+    """A tensor's value when shape inference knows it (a Const, or shape arithmetic on static dims)."""
+    return node.builder.info(value.ref).value
+
+
+def _ints(node: OnnxNode, value: Value, what: str) -> list[int]:
+    known = _known(node, value)
+    if known is None:
+        raise ConversionError(f"{what} must be constant to convert to IR")
+    return [int(v) for v in np.asarray(known).reshape(-1)]
+
+
+def _i64(node: OnnxNode, values) -> Value:
+    array = np.asarray(values, dtype=np.int64)
+    return Value(node.const(array), "i64", tuple(array.shape))
+
+
+def _by_attribute(node: OnnxNode, name: str) -> bool:
+    """Whether the node's version row has `name` as an attribute (before it became an input)."""
+    return name in node.version.attributes
+
+
+def _axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < rank:
+        raise InvalidModelError(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def _index_input(value: Value, what: str) -> None:
+    if value.element_type not in _INDEX_TYPES:
+        raise InvalidModelError(f"{what} must be int32 or int64, got {value.element_type}")
+
+
+def transpose(node: OnnxNode) -> list[Value]:
+    x, attrs = node.checked_single_input()
+    rank = len(x.shape)
+    perm = attrs.get("perm")
+    perm = list(reversed(range(rank))) if perm is None else list(perm)
+    if sorted(_axis(p, rank, "perm entry") for p in perm) != list(range(rank)) or len(perm) != rank:
+        raise InvalidModelError(f"perm {perm} is not a permutation of the {rank} axes")
+    return node.layer("Transpose", [x, _i64(node, perm)], name=node.name)
+
+
+def reshape(node: OnnxNode) -> list[Value]:
+    attrs = node.attributes()
+    x, shape = node.checked_inputs(2, 2)
+    _index_input(shape, "the shape input")
+    special_zero = not attrs.get("allowzero", 0)  # module docstring
+    return node.layer("Reshape", [x, shape], {"special_zero": special_zero}, name=node.name)
+
+
+def concat(node: OnnxNode) -> list[Value]:
+    attrs = node.attributes()
+    inputs = node.checked_inputs(1, None)
+    rank = len(inputs[0].shape)
+    return node.layer("Concat", inputs, {"axis": _axis(attrs["axis"], rank)}, name=node.name)
+
+
+def split(node: OnnxNode) -> list[Value]:
+    attrs = node.attributes()
+    x, given = (node.checked_inputs(1, 1 if _by_attribute(node, "split") else 2, optional=(1,)) + [None])[:2]
+    axis = _axis(attrs.get("axis", 0), len(x.shape))
+    parts = len(node.node.output)
+    sizes = attrs.get("split")
+    if given is not None:
+        _index_input(given, "the split input")
+        sizes = _ints(node, given, "the split input")
+    num_outputs = attrs.get("num_outputs")
+    if sizes is None and num_outputs is not None:
+        if num_outputs != parts:
+            raise InvalidModelError(f"num_outputs = {num_outputs} but the node has {parts} outputs")
+        length = x.shape[axis]
+        if length is None:
+            raise ConversionError(f"Split num_outputs on a dynamic axis {axis} has no IR equivalent")
+        sizes = even_split_sizes(length, num_outputs)
+        if len(sizes) != parts:
+            raise InvalidModelError(f"axis {axis} of length {length} gives {len(sizes)} parts, not {parts}")
+    axis_value = _i64(node, axis)
+    if sizes is None:
+        return node.layer("Split", [x, axis_value], {"num_splits": parts}, name=node.name)
+    if len(sizes) != parts:
+        raise InvalidModelError(f"split has {len(sizes)} sizes for {parts} outputs")
+    return node.layer("VariadicSplit", [x, axis_value, _i64(node, sizes)], name=node.name)
+
+
+def slice_(node: OnnxNode) -> list[Value]:
+    attrs = node.attributes()
+    if _by_attribute(node, "starts"):  # Slice-1: attributes
+        x = node.single_input()
+        starts, ends = list(attrs["starts"]), list(attrs["ends"])
+        axes = attrs.get("axes")
+        if len(starts) != len(ends) or (axes is not None and len(axes) != len(starts)):
+            raise InvalidModelError("starts, ends and axes must have one value per sliced axis")
+        inputs = [x, _i64(node, starts), _i64(node, ends), _i64(node, [1] * len(starts))]
+        if axes is not None:
+            inputs.append(_i64(node, axes))
+    else:
+        x, starts, ends, axes, steps = node.checked_inputs(3, 5, optional=(3, 4))
+        for value, what in ((starts, "starts"), (ends, "ends"), (axes, "axes"), (steps, "steps")):
+            if value is not None:
+                _index_input(value, what)
+        if steps is None:
+            count = starts.shape[0] if len(starts.shape) == 1 else None
+            if count is None:
+                raise ConversionError("Slice without steps needs starts of a known length")
+            steps = _i64(node, [1] * count)
+        inputs = [x, starts, ends, steps] + ([axes] if axes is not None else [])
+    return node.layer("Slice", inputs, name=node.name)
+
+
+def squeeze(node: OnnxNode) -> list[Value]:
+    attrs = node.attributes()
+    x, axes = (node.checked_inputs(1, 1 if _by_attribute(node, "axes") else 2, optional=(1,)) + [None])[:2]
+    if "axes" in attrs:
+        axes = _i64(node, attrs["axes"])
+    if axes is None:
+        if any(d is None for d in x.shape):
+            raise ConversionError("Squeeze without axes on a dynamic shape: ONNX squeezes the dims that turn "
+                                  "out to be 1, which an IR cannot state")
+        return node.layer("Squeeze", [x], name=node.name)
+    return node.layer("Squeeze", [x, axes], name=node.name)
+
+
+def unsqueeze(node: OnnxNode) -> list[Value]:
+    attrs = node.attributes()
+    if _by_attribute(node, "axes"):
+        x = node.single_input()
+        axes = _i64(node, attrs["axes"])
+    else:
+        x, axes = node.checked_inputs(2, 2)
+    return node.layer("Unsqueeze", [x, axes], name=node.name)
+
+
+def gather(node: OnnxNode) -> list[Value]:
+    attrs = node.attributes()
+    data, indices = node.checked_inputs(2, 2)
+    _index_input(indices, "the indices input")
+    axis = _axis(attrs.get("axis", 0), len(data.shape))
+    return node.layer("Gather", [data, indices, _i64(node, axis)], {"batch_dims": 0}, name=node.name,
+                      newest=True)  # Gather-8: negative indices count from the end, as in ONNX
+
+
+def shape(node: OnnxNode) -> list[Value]:
+    x, attrs = node.single_input(), node.attributes()
+    start, end = attrs.get("start", 0), attrs.get("end")
+    if start == 0 and end is None:
+        return node.layer("ShapeOf", [x], {"output_type": "i64"}, name=node.name)
+    (full,) = node.layer("ShapeOf", [x], {"output_type": "i64"}, name=f"{node.name}/shape")
+    rank = len(x.shape)
+    end = rank if end is None else end
+    bounds = [min(max(v + rank if v < 0 else v, 0), rank) for v in (start, end)]  # ONNX clamps both
+    return node.layer("Slice", [full, _i64(node, [bounds[0]]), _i64(node, [bounds[1]]), _i64(node, [1])],
+                      name=node.name)
+
+
+def expand(node: OnnxNode) -> list[Value]:
+    node.attributes()
+    x, target = node.checked_inputs(2, 2)
+    _index_input(target, "the shape input")
+    return node.layer("Broadcast", [x, target], {"mode": "bidirectional"}, name=node.name)
+
+
+def constant(node: OnnxNode) -> list[Value]:
+    """The driver folds every Constant whose value an IR Const can hold; here is what is wrong with the others."""
+    try:
+        value = onnx_ops.constant_value(node.attributes())
+    except UsageError as error:
+        raise InvalidModelError(error.problem) from None
+    raise UnsupportedError(f"the Constant's value of element type {value.dtype} has no IR equivalent")
+
+
+def constant_of_shape(node: OnnxNode) -> list[Value]:
+    """ConstantOfShape of a computed shape: Broadcast of the value (a shape the driver knows is folded)."""
+    attrs = node.attributes()
+    target = node.single_input()
+    _index_input(target, "the shape input")
+    value = attrs.get("value")
+    fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(-1)[:1].reshape(())
+    fill_value = value_of(node.builder, node.const(fill))
+    return node.layer("Broadcast", [fill_value, target], {"mode": "numpy"}, name=node.name)
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge"}
+
+
+def pad(node: OnnxNode) -> list[Value]:
+    """Pad-2 (pads and value attributes), Pad-11+ (pads, constant_value inputs; axes from 18). ONNX reflect
+    and edge are IR reflect and edge; ONNX wrap (opset 19) has no IR pad mode and is refused."""
+    attrs = node.attributes()
+    if _by_attribute(node, "pads"):
+        x, pads_input, given, axes_input = node.checked_inputs(1, 1) + [None] * 3
+    else:
+        x, pads_input, given, axes_input = node.checked_inputs(2, 4, optional=(2, 3))
+    rank = len(x.shape)
+    mode = attrs.get("mode", "constant")
+    if mode not in _PAD_MODES:
+        raise ConversionError(f"Pad mode {mode!r} has no IR equivalent (IR modes: constant, edge, reflect)")
+    if "pads" in attrs:
+        pads = list(attrs["pads"])
+        fill = np.asarray(attrs.get("value", 0.0))
+    else:
+        pads = _ints(node, pads_input, "the pads input")
+        given = None if given is not None and given.shape == (0,) else given
+        fill = None if given is None else _known(node, given)
+        if given is not None and fill is None:
+            raise ConversionError("the constant_value input must be constant to convert to IR")
+        fill = np.zeros(()) if fill is None else np.asarray(fill).reshape(-1)[0]
+        if axes_input is not None:
+            axes = [_axis(a, rank, "axes entry") for a in _ints(node, axes_input, "the axes input")]
+            full = [0] * (2 * rank)
+            for i, axis in enumerate(axes):
+                full[axis], full[axis + rank] = pads[i], pads[i + len(axes)]
+            pads = full
+    if len(pads) != 2 * rank:
+        raise InvalidModelError(f"pads has {len(pads)} values for rank {rank} (expected {2 * rank})")
+    if any(p < 0 for p in pads):
+        raise ConversionError(f"negative pads {pads} (cropping) are not converted")
+    inputs = [x, _i64(node, pads[:rank]), _i64(node, pads[rank:])]
+    if mode == "constant":
+        fill_array = np.asarray(fill).astype(dtype_of(x.element_type))
+        inputs.append(Value(node.const(fill_array), x.element_type, ()))
+    return node.layer("Pad", inputs, {"pad_mode": _PAD_MODES[mode]}, name=node.name)
+
+
+CONVERTERS = {
+    "Identity": identity, "Transpose": transpose, "Reshape": reshape, "Concat": concat, "Split": split,
+    "Slice": slice_, "Squeeze": squeeze, "Unsqueeze": unsqueeze, "Gather": gather, "Shape": shape,
+    "Expand": expand, "Constant": constant, "ConstantOfShape": constant_of_shape, "Pad": pad,
+}

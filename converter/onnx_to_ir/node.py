@@ -24,6 +24,12 @@ class Value:
     shape: tuple[int | None, ...]
 
 
+def value_of(builder: GraphBuilder, ref: OutputRef) -> Value:
+    """The Value of a built output port: its element type and dims as shape inference found them."""
+    info = builder.info(ref)
+    return Value(ref, info.element_type, tuple(d.value for d in info.shape))
+
+
 def layer_version(layer_type: str, attrs: Mapping[str, Any], *, newest: bool = False) -> str:
     """The IR opset to write a layer in ("opset14"), asked of ir.schema: the first version of `layer_type`
     that has every attribute in `attrs` and allows each value given to a choice attribute (MaxPool with
@@ -48,14 +54,25 @@ class OnnxNode:
 
     node: onnx.NodeProto
     version: onnx_ops.OpVersion
-    inputs: list[Value | None]  # None: an omitted optional input (an empty name)
+    inputs: list[Value | None]  # None: an optional input left out (an empty name)
     name: str  # the name of the IR layer it becomes (derived layers append "/..." to it)
     builder: GraphBuilder
 
     def single_input(self) -> Value:
-        if len(self.inputs) != 1 or self.inputs[0] is None:
-            raise InvalidModelError(f"{self.version.label} takes one input, got {len(self.inputs)}")
-        return self.inputs[0]
+        return self.checked_inputs(1, 1)[0]
+
+    def checked_inputs(self, low: int, high: int | None, optional: Sequence[int] = ()) -> list[Value | None]:
+        """The node's inputs, between `low` and `high` of them, padded with None to `high` (unbounded: None
+        for `high` means any number); an input left out (an empty name) only where `optional` allows."""
+        count = len(self.inputs)
+        if count < low or (high is not None and count > high):
+            expected = str(low) if low == high else f"{low} to {high}" if high is not None else f"at least {low}"
+            plural = "" if expected == "1" else "s"
+            raise InvalidModelError(f"{self.version.label} takes {expected} input{plural}, got {count}")
+        for index, value in enumerate(self.inputs):
+            if value is None and index not in optional:
+                raise InvalidModelError(f"input {index} of {self.version.label} is required but left out")
+        return list(self.inputs) + [None] * ((high or count) - count)
 
     def checked_single_input(self) -> tuple[Value, dict[str, Any]]:
         """The node's one input and its normalised attributes, the input's element type checked, in that order."""
@@ -82,6 +99,12 @@ class OnnxNode:
         attrs = attrs or {}
         return self.builder.add(layer_type, layer_version(layer_type, attrs, newest=newest), inputs, attrs,
                                 name=name)
+
+    def layer(self, layer_type: str, inputs: Sequence[Value], attrs: dict[str, Any] | None = None,
+              name: str | None = None, *, newest: bool = False) -> list[Value]:
+        """add() taking and returning Values (types and dims from shape inference)."""
+        refs = self.add(layer_type, [v.ref for v in inputs], attrs, name=name, newest=newest)
+        return [value_of(self.builder, ref) for ref in refs]
 
     def const(self, value: Any, element_type: str | None = None) -> OutputRef:
         """A Const layer; with `element_type`, the value converted to that IR element type first."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.onnx_to_ir import convolution, matmul, movement, normalization, pooling
+from poolir.converter.onnx_to_ir import convolution, elementwise, matmul, movement, normalization, pooling, reduction
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.registry import check_coverage, merge_families
 from poolir.runtime.onnx_ops import OP_VERSIONS
@@ -22,23 +22,21 @@ CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
     "convolution": convolution.CONVERTERS,
     "matmul": matmul.CONVERTERS,
     "normalization": normalization.CONVERTERS,
+    "elementwise": elementwise.CONVERTERS,
+    "reduction": reduction.CONVERTERS,
 })
 
 NOT_YET = "not yet converted to IR"
+NO_IR_LAYER = "poolir's IR has no layer type for it yet (ir/ops)"
 NOT_CONVERTED: dict[str, str] = {
-    # elementwise
-    **dict.fromkeys(("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal", "Relu", "Sign", "Not",
-                     "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal", "Less",
-                     "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Clip", "Cast",
-                     "CastLike"), NOT_YET),
-    # movement
-    **dict.fromkeys(("Pad", "Transpose", "Reshape", "Concat", "Split", "Slice", "Squeeze", "Unsqueeze", "Gather",
-                     "Shape", "Expand"), NOT_YET),
-    # reduction
-    **dict.fromkeys(("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                     "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"), NOT_YET),
-    # io: constants in the graph (initializers are converted by the driver)
-    **dict.fromkeys(("Constant", "ConstantOfShape"), NOT_YET),
+    # elementwise: the IR layer types they need (Exponent, Log, Sign, LogicalNot, Equal, Less, ..., Select)
+    # are not in poolir's IR schemas
+    **dict.fromkeys(("Exp", "Log", "Sign", "Not", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+                     "And", "Or", "Xor", "Where"), NO_IR_LAYER),
+    # activations (another family)
+    **dict.fromkeys(("Relu", "Clip"), NOT_YET),
+    # reduction: they need Log (and Exp)
+    **dict.fromkeys(("ReduceLogSum", "ReduceLogSumExp"), "needs Log (and Exp), which poolir's IR has no layer for"),
 }
 
 
