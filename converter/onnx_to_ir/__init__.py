@@ -7,6 +7,7 @@
     pool_windows.py      the IR pads and rounding that give ONNX's windows
     max_pool_indices.py  storage_order=1 indices by index arithmetic
     movement.py          Identity
+    activation.py        Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, PRelu, Softmax, LogSoftmax
 """
 
 from poolir.converter.element_types import IR_ELEMENT_TYPES

@@ -88,6 +88,9 @@ def _convert_node(builder: GraphBuilder, node: onnx.NodeProto, index: int, opset
                   values: dict[str, Value]) -> list[Value]:
     inputs = []
     for name in node.input:
+        if not name:  # an omitted optional input (Clip's min): None in its position
+            inputs.append(None)
+            continue
         if name not in values:
             raise InvalidModelError(f"input '{name}' is produced by no earlier node, input or initializer")
         inputs.append(values[name])

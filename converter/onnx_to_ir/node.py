@@ -48,12 +48,12 @@ class OnnxNode:
 
     node: onnx.NodeProto
     version: onnx_ops.OpVersion
-    inputs: list[Value]
+    inputs: list[Value | None]  # None: an omitted optional input (an empty name)
     name: str  # the name of the IR layer it becomes (derived layers append "/..." to it)
     builder: GraphBuilder
 
     def single_input(self) -> Value:
-        if len(self.inputs) != 1:
+        if len(self.inputs) != 1 or self.inputs[0] is None:
             raise InvalidModelError(f"{self.version.label} takes one input, got {len(self.inputs)}")
         return self.inputs[0]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.onnx_to_ir import movement, pooling
+from poolir.converter.onnx_to_ir import activation, movement, pooling
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.registry import check_coverage, merge_families
 from poolir.runtime.onnx_ops import OP_VERSIONS
@@ -19,14 +19,15 @@ NodeConverter = Callable[[OnnxNode], list[Value]]
 CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
     "pooling": pooling.CONVERTERS,
     "movement": movement.CONVERTERS,
+    "activation": activation.CONVERTERS,
 })
 
 NOT_YET = "not yet converted to IR"
 NOT_CONVERTED: dict[str, str] = {
     # elementwise
-    **dict.fromkeys(("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal", "Relu", "Sign", "Not",
+    **dict.fromkeys(("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal", "Sign", "Not",
                      "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal", "Less",
-                     "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Clip", "Cast",
+                     "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Cast",
                      "CastLike"), NOT_YET),
     # movement
     **dict.fromkeys(("Pad", "Transpose", "Reshape", "Concat", "Split", "Slice", "Squeeze", "Unsqueeze", "Gather",
