@@ -41,6 +41,12 @@ _INT_PRELU = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.u
 _CONSUMED = {"consumed_inputs": Attribute(INTS)}  # version 1's legacy in-place hint: accepted, ignored
 _DROP_CONSUMED = {"consumed_inputs": REMOVED}
 _FLOAT_MAX = float(np.finfo(np.float32).max)
+
+
+def _f32(value: float) -> float:
+    """A float attribute's default as the spec's float (0.01f, not 0.01): what an explicit attribute holds too."""
+    return float(np.float32(value))
+
 # Softmax / LogSoftmax normalise along `axis` alone from this version; the rows before it coerce to 2-D.
 SOFTMAX_ALONG_AXIS_SINCE = 13
 
@@ -56,11 +62,11 @@ define("Clip", [
     (12, {}, FLOAT_TYPES | _SIGNED | _UNSIGNED),
     (13, {}, FLOAT_TYPES_BF16 | _SIGNED | _UNSIGNED),
 ])
-define("HardSigmoid", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, 0.2), "beta": Attribute(FLOAT, 0.5)},
+define("HardSigmoid", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, _f32(0.2)), "beta": Attribute(FLOAT, 0.5)},
                         FLOAT_TYPES),
                        (6, _DROP_CONSUMED), (22, {}, FLOAT_TYPES_BF16)])
 define("HardSwish", [(14, {}, FLOAT_TYPES), (22, {}, FLOAT_TYPES_BF16)])
-define("LeakyRelu", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, 0.01)}, FLOAT_TYPES), (6, _DROP_CONSUMED),
+define("LeakyRelu", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, _f32(0.01))}, FLOAT_TYPES), (6, _DROP_CONSUMED),
                      (16, {}, FLOAT_TYPES_BF16)])
 for _op in ("Softmax", "LogSoftmax"):
     define(_op, [(1, {"axis": Attribute(INT, 1)}, FLOAT_TYPES),   # coerced to 2-D at axis
