@@ -12,9 +12,10 @@ tests/runtime/test_ir_activation_vs_openvino.py):
 - SoftMax/LogSoftmax of a slice holding +inf or NaN: OpenVINO gives 0 (log: -inf) to the finite elements and
   NaN to the others; onnxruntime gives NaN throughout. poolir gives NaN throughout (not pinned: no model
   relies on it). -inf elements agree (0, log: -inf).
-- HSwish is x * min(max(x + 3, 0), 6) / 6 (its spec), ONNX HardSwish x * max(0, min(1, x * f32(1/6) + 0.5)):
-  in f32 the two differ by up to 2 ulps (measured in the tests), so a conversion of one to the other is exact
-  in meaning but not bit for bit.
+- HSwish: its spec writes x * min(max(x + 3, 0), 6) / 6, but the CPU plugin computes x * max(0, min(1,
+  x * f32(1/6) + 0.5)), ONNX HardSwish's own formula, bit for bit (20001 f32 points in [-8, 8]; the spec's
+  formula is up to 1024 ulps away near x = -3). HSigmoid multiplies by 1/6 rounded down (0.16666666f), so
+  HSigmoid(3) = 0.99999994. Both are pinned bit for bit in the tests.
 - PReLU: a 1-D slope whose length is dim 1 of the data (rank >= 2) scales the channels; any other slope
   broadcasts numpy-style.
 
@@ -31,7 +32,7 @@ import numpy as np
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.ops.activation import prelu_slope_on_channels
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, axis_index, builder
-from poolir.runtime.kernels.activation import (hard_sigmoid, hsigmoid_openvino, hswish_openvino, leaky_relu,
+from poolir.runtime.kernels.activation import (hard_sigmoid, hard_swish, hsigmoid_openvino, leaky_relu,
                                                relu, sigmoid, softmax, swish, tanh)
 from poolir.runtime.kernels.precision import is_float
 
@@ -89,7 +90,7 @@ def _float_unary(layer_type: str, function, nan_value=None) -> LayerFn:
 
 builder("Sigmoid")(lambda info: _float_unary("Sigmoid", sigmoid))
 builder("Tanh")(lambda info: _float_unary("Tanh", tanh))
-builder("HSwish")(lambda info: _float_unary("HSwish", hswish_openvino))
+builder("HSwish")(lambda info: _float_unary("HSwish", hard_swish))
 builder("HSigmoid")(lambda info: _float_unary("HSigmoid", hsigmoid_openvino, nan_value=0))
 
 

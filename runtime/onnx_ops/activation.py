@@ -14,7 +14,7 @@ Readings (these go into the README's semantics section too):
   NaN stays NaN in every version (onnxruntime).
 - HardSwish = x * max(0, min(1, alpha * x + beta)) with alpha = 1/6 and beta = 0.5 (the spec's own
   definition through HardSigmoid): alpha is rounded to the element type before multiplying, which is what
-  onnxruntime computes (see kernels.activation.hard_swish_onnx); OpenVINO's HSwish is another formula.
+  onnxruntime computes (see kernels.activation.hard_swish); OpenVINO's HSwish is another formula.
 - Softmax and LogSoftmax before 13 (versions 1 and 11) coerce the input to 2-D at `axis` (default 1),
   [prod(dims[:axis]), prod(dims[axis:])], and normalise over the whole trailing block; version 13
   normalises along `axis` alone (default -1). The two agree only when axis is the last axis (or every dim
@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.ir.errors import UsageError
-from poolir.runtime.kernels.activation import (clip, hard_sigmoid, hard_swish_onnx, leaky_relu, relu, sigmoid,
+from poolir.runtime.kernels.activation import (clip, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
                                                softmax, softmax_coerced, tanh)
 from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
 from poolir.runtime.onnx_ops.registry import (FLOAT, INT, INTS, REMOVED, Attribute, NodeContext, Step, adapter,
@@ -113,7 +113,7 @@ def plan_hard_sigmoid(ctx: NodeContext) -> Step:
 
 @adapter("HardSwish")
 def plan_hard_swish(ctx: NodeContext) -> Step:
-    step = _checked(ctx, hard_swish_onnx)
+    step = _checked(ctx, hard_swish)
     return lambda x: step(x)
 
 
