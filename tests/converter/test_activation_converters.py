@@ -72,7 +72,7 @@ def _grid(count=120, seed=99):
 
 
 GRID = _grid()
-FAST = 40  # the first FAST cases run always; the rest are marked slow (each OpenVINO compile costs ~0.3 s)
+FAST = 20  # the first FAST cases run always; the rest are marked slow (each OpenVINO compile costs ~0.3 s)
 
 
 def _params(cases, offset=0, step=1):
