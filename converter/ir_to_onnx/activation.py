@@ -62,6 +62,9 @@ def _hard_sigmoid_node(context: Context, layer: Layer, source: str, outputs: lis
 
 def hard_sigmoid(context: Context, layer: Layer) -> None:
     alpha, beta = _scalar(context, layer, 1, "alpha"), _scalar(context, layer, 2, "beta")
+    for what, value in (("alpha", alpha), ("beta", beta)):
+        if float(np.float32(value)) != value:
+            raise ConversionError(f"HardSigmoid {what} {value!r} is not a float32 value, and ONNX's attribute is")
     _hard_sigmoid_node(context, layer, context.input(layer, 0), [context.name_output(layer, 0)], alpha, beta)
 
 
@@ -117,7 +120,8 @@ def prelu(context: Context, layer: Layer) -> None:
     info = context.input_info(layer, 0)
     source, output = context.input(layer, 0), context.name_output(layer, 0)
     slope = context.constant(layer, 1)
-    if slope is not None and slope.size == 1 and is_float_type(info.element_type):
+    if (slope is not None and slope.size == 1 and is_float_type(info.element_type)
+            and float(np.float32(np.ravel(slope)[0])) == float(np.ravel(slope)[0])):  # LeakyRelu's alpha is f32
         _check_writable(context, "LeakyRelu", info.element_type)
         context.node_into("LeakyRelu", [source], [output], layer.name, alpha=float(np.ravel(slope)[0]))
         return

@@ -107,7 +107,11 @@ def clip(node: OnnxNode) -> list[Value]:
         if not constant:
             return _clip_by_layers(node, x, operands)
     dtype = dtype_of(x.element_type)
-    low, high = (None if b is None else np.asarray(b).astype(dtype).reshape(()) for b in bounds)
+    with np.errstate(over="ignore"):
+        low, high = (None if b is None else np.asarray(b).astype(dtype).reshape(()) for b in bounds)
+    # A bound that is infinite in the element type (Clip-6's default +-FLT_MAX on float16) bounds nothing.
+    low = None if low is not None and np.isinf(low) and low < 0 else low
+    high = None if high is not None and np.isinf(high) and high > 0 else high
     if low is None or high is None or (is_integer(x.element_type) and max(abs(int(low)), abs(int(high)))
                                        >= _EXACT_INT_BOUND):
         return _clip_by_layers(node, x, [None if b is None else node.const(b.reshape(()), x.element_type)

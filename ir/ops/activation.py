@@ -88,9 +88,10 @@ def infer_prelu(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     channels = data.shape[1].min if rank >= 2 and data.shape[1].is_static else None
     size = slope.shape[0].min if len(slope.shape) == 1 and slope.shape[0].is_static else None
     if not prelu_slope_on_channels(rank, len(slope.shape), channels, size):
-        if len(slope.shape) > rank or broadcast_shapes(data.shape, slope.shape) != tuple(data.shape):
-            raise InvalidModelError(f"slope {shape_str(slope.shape)} does not broadcast to the data "
-                                        f"{shape_str(data.shape)}")
+        if len(slope.shape) > rank:
+            raise InvalidModelError(f"slope {shape_str(slope.shape)} has a higher rank than the data "
+                                    f"{shape_str(data.shape)}")
+        broadcast_shapes(data.shape, slope.shape)  # raises when they cannot broadcast
     return [TensorInfo(data.element_type, data.shape)]
 
 

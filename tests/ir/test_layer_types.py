@@ -135,6 +135,23 @@ CASES: dict[str, Build] = {
         "pads_end": (1, 1, 1), "rounding_type": "ceil_torch"}),
     "AvgPool-16 f64": lambda b: b.add("AvgPool", "opset16", [_x(b, (1, 2, 9), "f64")], {
         "kernel": (3,), "strides": (2,), "dilations": (2,), "pads_begin": (1,), "pads_end": (1,), "exclude-pad": True}),
+    # activations
+    "ReLU": lambda b: b.add("ReLU", "opset1", [_x(b, (-1, 3))]),
+    "Clamp": lambda b: b.add("Clamp", "opset1", [_x(b)], {"min": -1.5, "max": 6.0}),
+    "Clamp i32": lambda b: b.add("Clamp", "opset1", [_x(b, (4,), "i32")], {"min": -1.5, "max": 2.5}),
+    "Sigmoid": lambda b: b.add("Sigmoid", "opset1", [_x(b)]),
+    "Tanh": lambda b: b.add("Tanh", "opset1", [_x(b, (2,), "f16")]),
+    "HSwish": lambda b: b.add("HSwish", "opset4", [_x(b)]),
+    "HSigmoid": lambda b: b.add("HSigmoid", "opset5", [_x(b)]),
+    "HardSigmoid": lambda b: b.add("HardSigmoid", "opset1", [_x(b), b.const(np.float32(0.2)),
+                                                              b.const(np.float32(0.5))]),
+    "Swish": lambda b: b.add("Swish", "opset4", [_x(b)]),
+    "Swish beta": lambda b: b.add("Swish", "opset4", [_x(b), b.const(np.float32(1.5))]),
+    "PReLU channels": lambda b: b.add("PReLU", "opset1", [_x(b), b.const(np.full(3, 0.1, np.float32))]),
+    "PReLU scalar": lambda b: b.add("PReLU", "opset1", [_x(b), b.const(np.full(1, 0.1, np.float32))]),
+    "SoftMax-1": lambda b: b.add("SoftMax", "opset1", [_x(b)], {"axis": 1}),
+    "SoftMax-8 negative axis": lambda b: b.add("SoftMax", "opset8", [_x(b, (-1, 3, 4))], {"axis": -1}),
+    "LogSoftmax": lambda b: b.add("LogSoftmax", "opset5", [_x(b)], {"axis": -2}),
     "i32 Const": lambda b: b.add("Add", "opset1", [_x(b, (3,), "i32"), b.const(np.asarray([1, 2, 3], np.int32))]),
     "boolean Parameter": lambda b: b.add("Convert", "opset1", [_x(b, (2,), "boolean")], {"destination_type": "f32"}),
 }
