@@ -11,7 +11,8 @@
              when the axis is the last one (or every later dim is 1), refused otherwise.
 
 As in the other direction, inputs with NaN (and, for softmax, +inf) are outside what is carried exactly;
-HSwish and HSigmoid round differently from HardSwish/HardSigmoid by a few ulps.
+HSwish equals HardSwish bit for bit on OpenVINO's CPU; HSigmoid (which multiplies by 0.16666666f) and
+HardSigmoid(1/6, 0.5) (x * 0.16666667f + 0.5) differ by a few f32 ulps.
 """
 
 from __future__ import annotations
