@@ -195,7 +195,7 @@ def _convert_node(builder: GraphBuilder, node: onnx.NodeProto, index: int, opset
                   values: dict[str, Value | np.ndarray], constants: "_Constants") -> list[Value]:
     inputs: list[Value | None] = []  # None: an optional input left out (an empty name)
     for name in node.input:
-        if not name:  # an omitted optional input (Dropout's ratio before its training_mode): None in its place
+        if not name:  # an omitted optional input (Clip's min, Dropout's ratio): None in its position
             inputs.append(None)
             continue
         if name not in values:

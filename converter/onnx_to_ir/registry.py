@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.onnx_to_ir import convolution, elementwise, matmul, movement, normalization, pooling, reduction
+from poolir.converter.onnx_to_ir import activation, convolution, elementwise, matmul, movement, normalization, pooling, reduction
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.registry import check_coverage, merge_families
 from poolir.runtime.onnx_ops import OP_VERSIONS
@@ -24,6 +24,7 @@ CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
     "normalization": normalization.CONVERTERS,
     "elementwise": elementwise.CONVERTERS,
     "reduction": reduction.CONVERTERS,
+    "activation": activation.CONVERTERS,
 })
 
 NOT_YET = "not yet converted to IR"
@@ -33,8 +34,6 @@ NOT_CONVERTED: dict[str, str] = {
     # are not in poolir's IR schemas
     **dict.fromkeys(("Exp", "Log", "Sign", "Not", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
                      "And", "Or", "Xor", "Where"), NO_IR_LAYER),
-    # activations (another family)
-    **dict.fromkeys(("Relu", "Clip"), NOT_YET),
     # reduction: they need Log (and Exp)
     **dict.fromkeys(("ReduceLogSum", "ReduceLogSumExp"), "needs Log (and Exp), which poolir's IR has no layer for"),
 }

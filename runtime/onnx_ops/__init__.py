@@ -3,7 +3,8 @@
     registry       the table machinery (rows, normaliser, adapter registry, NodeContext)
     element_types  the element types rows allow, and ONNX -> numpy dtypes
     pooling        AveragePool, MaxPool, LpPool, Global*Pool
-    elementwise    unary/binary/variadic arithmetic, Mod, Where, Clip, Cast/CastLike, Identity
+    elementwise    unary/binary/variadic arithmetic, Mod, Where, Cast/CastLike, Identity
+    activation     Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, LogSoftmax
     movement       Pad, Transpose, Reshape, Concat, Split, Slice, Squeeze, Unsqueeze, Gather, Expand, Shape,
                    Constant, ConstantOfShape
     reduction      Reduce*
@@ -15,7 +16,7 @@ Importing the package registers every family's rows and adapters and checks that
 the same ops: a family that defines rows without an adapter (or the reverse) fails here, naming the op.
 """
 
-from poolir.runtime.onnx_ops import convolution, elementwise, matmul, movement, normalization, pooling, reduction  # noqa: F401  (they register)
+from poolir.runtime.onnx_ops import activation, convolution, elementwise, matmul, movement, normalization, pooling, reduction  # noqa: F401  (they register)
 from poolir.runtime.onnx_ops.element_types import check_dtype, onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
 from poolir.runtime.onnx_ops.pooling import POOLING_OPS, OnnxPool, empty_max_value, global_p, onnx_pool

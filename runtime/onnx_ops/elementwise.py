@@ -1,5 +1,6 @@
 """ONNX elementwise operators: unary, binary and variadic arithmetic, comparisons and logic, Mod, Where,
-Clip, Cast/CastLike and Identity: version rows and adapters onto numpy and runtime.kernels.elementwise.
+Cast/CastLike and Identity: version rows and adapters onto numpy and runtime.kernels.elementwise (Relu and
+Clip are activations: activation.py).
 
 Element types are not restricted by these tables (numpy computes any of them). Versions before an op's
 first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) and are unsupported.
@@ -7,17 +8,15 @@ first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) a
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
 from poolir.runtime.kernels.precision import accumulation_dtype
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
-from poolir.runtime.onnx_ops.registry import FLOAT, INT, REMOVED, STRING, Attribute, NodeContext, Step, adapter, define
+from poolir.runtime.onnx_ops.registry import INT, STRING, Attribute, NodeContext, Step, adapter, define
 
-for _op in ("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal", "Relu"):
+for _op in ("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal"):
     define(_op, [(6, {})])
 define("Sign", [(9, {})])
 define("Not", [(1, {})])
@@ -34,12 +33,10 @@ define("Identity", [(1, {})])
 define("Cast", [(6, {"to": Attribute(INT, required=True)}), (19, {"saturate": Attribute(INT, 1)}),
                 (24, {"round_mode": Attribute(STRING, "up")})])
 define("CastLike", [(15, {}), (19, {"saturate": Attribute(INT, 1)}), (24, {"round_mode": Attribute(STRING, "up")})])
-define("Clip", [(6, {"min": Attribute(FLOAT, -math.inf), "max": Attribute(FLOAT, math.inf)}),
-                (11, {"min": REMOVED, "max": REMOVED})])
 
 
 _UNARY = {
-    "Abs": np.abs, "Neg": np.negative, "Sign": np.sign, "Not": np.logical_not, "Relu": lambda x: np.maximum(x, 0),
+    "Abs": np.abs, "Neg": np.negative, "Sign": np.sign, "Not": np.logical_not,
     "Floor": np.floor, "Ceil": np.ceil,
 }
 _UNARY_FLOAT = {"Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log, "Reciprocal": np.reciprocal}
@@ -108,22 +105,6 @@ def plan_where(ctx: NodeContext) -> Step:
 @adapter("Identity")
 def plan_identity(ctx: NodeContext) -> Step:
     return lambda x: (x,)
-
-
-@adapter("Clip")
-def plan_clip(ctx: NodeContext) -> Step:
-    if "min" in ctx.version.attributes:
-        low, high = ctx.attrs["min"], ctx.attrs["max"]
-        return lambda x: (np.clip(x, low, high).astype(x.dtype, copy=False),)
-
-    def run(x, low=None, high=None):
-        result = x
-        if low is not None:
-            result = np.maximum(result, low)
-        if high is not None:
-            result = np.minimum(result, high)
-        return (np.asarray(result).astype(x.dtype, copy=False),)
-    return run
 
 
 @adapter("Cast")

@@ -1,0 +1,172 @@
+"""IR activation layers -> ONNX, with the meaning OpenVINO gives them (see runtime/ir_ops/activation.py).
+
+    ReLU -> Relu    Sigmoid -> Sigmoid    Tanh -> Tanh
+    Clamp -> Clip (attributes before opset 11, scalar inputs after; integers: ceil(min), floor(max), from the
+             first opset whose Clip takes integers)
+    HardSigmoid (constant alpha, beta) -> HardSigmoid;  HSigmoid -> HardSigmoid(alpha=1/6, beta=0.5)
+    HSwish -> HardSwish (from its first opset; before it, x * HardSigmoid(1/6, 0.5)(x), its definition)
+    Swish -> x * Sigmoid(beta * x)
+    PReLU -> LeakyRelu (a one-element constant slope) or PRelu (a per-channel 1-D slope reshaped to [C, 1, ...])
+    SoftMax, LogSoftmax -> Softmax / LogSoftmax along the axis; in an opset whose Softmax coerces to 2-D only
+             when the axis is the last one (or every later dim is 1), refused otherwise.
+
+As in the other direction, inputs with NaN (and, for softmax, +inf) are outside what is carried exactly;
+HSwish equals HardSwish bit for bit on OpenVINO's CPU; HSigmoid (which multiplies by 0.16666666f) and
+HardSigmoid(1/6, 0.5) (x * 0.16666667f + 0.5) differ by a few f32 ulps.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from poolir.converter.ir_to_onnx.context import Context
+from poolir.converter.ir_to_onnx.opsets import first_opset_accepting, has_attribute
+from poolir.ir.element_types import dtype_of, is_integer
+from poolir.ir.errors import ConversionError
+from poolir.ir.model import Layer
+from poolir.ir.ops.activation import prelu_slope_on_channels
+from poolir.runtime.onnx_ops import OP_VERSIONS, first_opset, op_version
+from poolir.runtime.onnx_ops.activation import softmax_along_axis
+
+
+def _check_writable(context: Context, op_type: str, element_type: str) -> None:
+    since = first_opset(op_type)
+    context.check_opset(since, f"{op_type} exists from opset {since}")
+    accepting = first_opset_accepting(op_type, dtype_of(element_type))
+    context.check_opset(accepting, f"{op_type} on {element_type} needs opset {accepting}")
+
+
+def _unary(op_type: str):
+    def convert(context: Context, layer: Layer) -> None:
+        _check_writable(context, op_type, context.input_info(layer, 0).element_type)
+        context.node_into(op_type, [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name)
+    return convert
+
+
+def _scalar(context: Context, layer: Layer, index: int, what: str) -> float:
+    value = context.constant(layer, index)
+    if value is None or np.size(value) != 1:
+        raise ConversionError(f"the {what} must be a constant scalar")
+    return float(np.ravel(value)[0])
+
+
+def _hard_sigmoid_node(context: Context, layer: Layer, source: str, outputs: list[str] | None, alpha: float,
+                       beta: float) -> str:
+    _check_writable(context, "HardSigmoid", context.input_info(layer, 0).element_type)
+    if outputs is None:
+        return context.node("HardSigmoid", [source], f"{layer.name}/hard_sigmoid", alpha=alpha, beta=beta)[0]
+    context.node_into("HardSigmoid", [source], outputs, layer.name, alpha=alpha, beta=beta)
+    return outputs[0]
+
+
+def hard_sigmoid(context: Context, layer: Layer) -> None:
+    alpha, beta = _scalar(context, layer, 1, "alpha"), _scalar(context, layer, 2, "beta")
+    for what, value in (("alpha", alpha), ("beta", beta)):
+        if float(np.float32(value)) != value:
+            raise ConversionError(f"HardSigmoid {what} {value!r} is not a float32 value, and ONNX's attribute is")
+    _hard_sigmoid_node(context, layer, context.input(layer, 0), [context.name_output(layer, 0)], alpha, beta)
+
+
+def hsigmoid(context: Context, layer: Layer) -> None:
+    _hard_sigmoid_node(context, layer, context.input(layer, 0), [context.name_output(layer, 0)], 1 / 6, 0.5)
+
+
+def hswish(context: Context, layer: Layer) -> None:
+    element_type = context.input_info(layer, 0).element_type
+    since = first_opset("HardSwish")
+    if since is not None and context.opset >= since:
+        _check_writable(context, "HardSwish", element_type)
+        context.node_into("HardSwish", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name)
+        return
+    source = context.input(layer, 0)
+    gate = _hard_sigmoid_node(context, layer, source, None, 1 / 6, 0.5)
+    context.node_into("Mul", [source, gate], [context.name_output(layer, 0)], layer.name)
+
+
+def swish(context: Context, layer: Layer) -> None:
+    element_type = context.input_info(layer, 0).element_type
+    _check_writable(context, "Sigmoid", element_type)
+    source = context.input(layer, 0)
+    argument = source
+    if len(layer.inputs) > 1:
+        beta = np.asarray(_scalar(context, layer, 1, "beta"), dtype=dtype_of(element_type))
+        argument = context.node("Mul", [source, context.initializer(beta, f"{layer.name}/beta")],
+                                f"{layer.name}/scaled")[0]
+    gate = context.node("Sigmoid", [argument], f"{layer.name}/sigmoid")[0]
+    context.node_into("Mul", [source, gate], [context.name_output(layer, 0)], layer.name)
+
+
+def clamp(context: Context, layer: Layer) -> None:
+    info = context.input_info(layer, 0)
+    element_type = info.element_type
+    _check_writable(context, "Clip", element_type)
+    dtype = dtype_of(element_type)
+    low, high = layer.attrs["min"], layer.attrs["max"]
+    if is_integer(element_type):
+        limits = np.iinfo(dtype)
+        low = limits.min if low < limits.min else min(math.ceil(low), limits.max)
+        high = limits.max if high > limits.max else max(math.floor(high), limits.min)
+    bounds = np.asarray(low).astype(dtype), np.asarray(high).astype(dtype)
+    source, output = context.input(layer, 0), context.name_output(layer, 0)
+    if has_attribute("Clip", context.opset, "min"):
+        context.node_into("Clip", [source], [output], layer.name, min=float(bounds[0]), max=float(bounds[1]))
+        return
+    names = [context.initializer(b, f"{layer.name}/{what}") for b, what in zip(bounds, ("min", "max"))]
+    context.node_into("Clip", [source, *names], [output], layer.name)
+
+
+def prelu(context: Context, layer: Layer) -> None:
+    info = context.input_info(layer, 0)
+    source, output = context.input(layer, 0), context.name_output(layer, 0)
+    slope = context.constant(layer, 1)
+    if (slope is not None and slope.size == 1 and is_float_type(info.element_type)
+            and float(np.float32(np.ravel(slope)[0])) == float(np.ravel(slope)[0])):  # LeakyRelu's alpha is f32
+        _check_writable(context, "LeakyRelu", info.element_type)
+        context.node_into("LeakyRelu", [source], [output], layer.name, alpha=float(np.ravel(slope)[0]))
+        return
+    _check_writable(context, "PRelu", info.element_type)
+    slope_info = context.input_info(layer, 1)
+    rank = len(info.shape)
+    channels = info.shape[1].min if rank >= 2 and info.shape[1].is_static else None
+    size = slope_info.shape[0].min if len(slope_info.shape) == 1 and slope_info.shape[0].is_static else None
+    slope_name = context.input(layer, 1)
+    if prelu_slope_on_channels(rank, len(slope_info.shape), channels, size) and rank > 2:
+        # OpenVINO applies it along axis 1; ONNX broadcasts from the last axis: [C] -> [C, 1, ..., 1].
+        if slope is None:
+            raise ConversionError("a per-channel PReLU slope that is not constant")
+        slope_name = context.initializer(slope.reshape((-1,) + (1,) * (rank - 2)), f"{layer.name}/slope")
+    elif len(slope_info.shape) == 1 and rank >= 2 and size is None:
+        raise ConversionError("a 1-D PReLU slope of unknown length: OpenVINO may apply it per channel")
+    context.node_into("PRelu", [source, slope_name], [output], layer.name)
+
+
+def is_float_type(element_type: str) -> bool:
+    return not is_integer(element_type)
+
+
+def softmax(context: Context, layer: Layer) -> None:
+    op_type = "Softmax" if layer.type == "SoftMax" else "LogSoftmax"
+    info = context.input_info(layer, 0)
+    _check_writable(context, op_type, info.element_type)
+    rank = len(info.shape)
+    axis = layer.attrs["axis"] % rank if rank else 0
+    row = op_version(op_type, context.opset)
+    trailing = info.shape[axis + 1:]
+    if not softmax_along_axis(op_type, row.since) and not all(d.is_static and d.min == 1 for d in trailing):
+        raise ConversionError(f"{op_type} in opset {context.opset} normalises over the flattened dims from axis "
+                              f"{axis} on, {layer.type} along axis {axis} alone (rank {rank}): exact only from "
+                              f"opset {_first_along_axis(op_type)}")
+    context.node_into(op_type, [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name, axis=axis)
+
+
+def _first_along_axis(op_type: str) -> int:
+    return next(row.since for row in OP_VERSIONS[op_type] if softmax_along_axis(op_type, row.since))
+
+
+CONVERTERS = {
+    "ReLU": _unary("Relu"), "Sigmoid": _unary("Sigmoid"), "Tanh": _unary("Tanh"), "Clamp": clamp,
+    "HardSigmoid": hard_sigmoid, "HSigmoid": hsigmoid, "HSwish": hswish, "Swish": swish, "PReLU": prelu,
+    "SoftMax": softmax, "LogSoftmax": softmax,
+}

@@ -1,0 +1,108 @@
+"""Activation layers: ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax,
+LogSoftmax. Every one keeps its input's element type and shape.
+
+OpenVINO 2026.4's ONNX frontend writes them for: Relu -> ReLU-1; Clip -> Clamp-1 (constant bounds);
+Sigmoid -> Sigmoid-1; Tanh -> Tanh-1; HardSigmoid -> HardSigmoid-1 (alpha, beta as scalar Const inputs);
+HardSwish -> HSwish-4; LeakyRelu -> PReLU-1 (a one-element Const slope); Softmax/LogSoftmax -> SoftMax-8 /
+LogSoftmax-5 (before opset 11 between two Reshapes that coerce the input to 2-D; see
+converter/onnx_to_ir/activation.py for what it does for Softmax-11). The layer type OpenVINO writes for
+PRelu is spelled "PReLU".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from poolir.ir.attributes import FLOAT, INT, Attr, OpVersion
+from poolir.ir.errors import InvalidModelError, UsageError
+from poolir.ir.model import Layer, opset_number, shape_str
+from poolir.ir.registry import ShapeRules
+from poolir.ir.shapes import TensorInfo, broadcast_shapes, normalize_axis
+
+# Layers with one input and no attributes: (type, the opset that introduced it).
+PLAIN_TYPES = {"ReLU": 1, "Sigmoid": 1, "Tanh": 1, "HSwish": 4, "HSigmoid": 5}
+SOFTMAX_TYPES = ("SoftMax", "LogSoftmax")
+
+
+def _check_clamp(attrs: Mapping[str, Any]) -> None:
+    # OpenVINO refuses min > max when it loads the model ("Attribute 'min' must be less or equal than 'max'").
+    if not attrs["min"] <= attrs["max"]:
+        raise UsageError(f"Clamp min {attrs['min']!r} must be <= max {attrs['max']!r}")
+
+
+SCHEMA_ROWS: tuple[OpVersion, ...] = (
+    *(OpVersion(layer_type, since) for layer_type, since in PLAIN_TYPES.items()),
+    OpVersion("Clamp", 1, (Attr("min", FLOAT), Attr("max", FLOAT)), value_check=_check_clamp),
+    OpVersion("HardSigmoid", 1, inputs=(3, 3)),  # data, alpha, beta (scalars)
+    OpVersion("Swish", 4, inputs=(1, 2)),  # data, optional beta (a scalar, default 1)
+    OpVersion("PReLU", 1, inputs=(2, 2)),  # data, slope
+    # SoftMax-1's axis is non-negative; SoftMax-8 allows [-rank, rank). Both default to 1.
+    OpVersion("SoftMax", 1, (Attr("axis", INT, 1),)),
+    OpVersion("SoftMax", 8, (Attr("axis", INT, 1),)),
+    OpVersion("LogSoftmax", 5, (Attr("axis", INT, 1),)),
+)
+
+SHAPE_RULES = ShapeRules()
+
+
+@SHAPE_RULES.register(*PLAIN_TYPES, "Clamp")
+def infer_same(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data = inputs[0]
+    return [TensorInfo(data.element_type, data.shape)]
+
+
+def _check_scalar_operands(layer: Layer, inputs: list[TensorInfo], names: tuple[str, ...]) -> None:
+    data = inputs[0]
+    for name, info in zip(names, inputs[1:]):
+        if info.element_type != data.element_type:
+            raise InvalidModelError(f"{name} has element type {info.element_type}, the data {data.element_type}")
+        if any(d.is_static and d.min != 1 for d in info.shape):
+            raise InvalidModelError(f"{name} must hold one element, got shape {shape_str(info.shape)}")
+
+
+@SHAPE_RULES.register("HardSigmoid")
+def infer_hard_sigmoid(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    _check_scalar_operands(layer, inputs, ("alpha", "beta"))
+    return infer_same(layer, inputs)
+
+
+@SHAPE_RULES.register("Swish")
+def infer_swish(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    _check_scalar_operands(layer, inputs, ("beta",))
+    return infer_same(layer, inputs)
+
+
+def prelu_slope_on_channels(data_rank: int, slope_rank: int, channels, slope_size) -> bool:
+    """Whether a PReLU slope applies along axis 1 (OpenVINO's PReLU-1: a 1-D slope whose length is the
+    channel count C = dim 1 of data of rank >= 2) rather than by numpy broadcasting. Measured: data (2, 3, 2),
+    slope [0.1, 0.2, 0.3] -> every [n, c, :] scaled by slope[c]."""
+    return data_rank >= 2 and slope_rank == 1 and channels is not None and channels == slope_size != 1
+
+
+@SHAPE_RULES.register("PReLU")
+def infer_prelu(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, slope = inputs
+    if slope.element_type != data.element_type:
+        raise InvalidModelError(f"slope has element type {slope.element_type}, the data {data.element_type}")
+    rank = len(data.shape)
+    channels = data.shape[1].min if rank >= 2 and data.shape[1].is_static else None
+    size = slope.shape[0].min if len(slope.shape) == 1 and slope.shape[0].is_static else None
+    if not prelu_slope_on_channels(rank, len(slope.shape), channels, size):
+        if len(slope.shape) > rank:
+            raise InvalidModelError(f"slope {shape_str(slope.shape)} has a higher rank than the data "
+                                    f"{shape_str(data.shape)}")
+        broadcast_shapes(data.shape, slope.shape)  # raises when they cannot broadcast
+    return [TensorInfo(data.element_type, data.shape)]
+
+
+@SHAPE_RULES.register(*SOFTMAX_TYPES)
+def infer_softmax(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    (data,) = inputs
+    rank = len(data.shape)
+    axis = layer.attrs["axis"]
+    if rank == 0:
+        raise InvalidModelError(f"{layer.type} needs an input of rank >= 1, got a scalar")
+    if layer.type == "SoftMax" and opset_number(layer.version) < 8 and axis < 0:
+        raise InvalidModelError(f"SoftMax-1 axis {axis} must be non-negative (a negative axis needs SoftMax-8)")
+    normalize_axis(axis, rank)
+    return [TensorInfo(data.element_type, data.shape)]

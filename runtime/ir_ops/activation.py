@@ -1,0 +1,142 @@
+"""IR activation layers (ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax,
+LogSoftmax) onto runtime.kernels.activation, with what OpenVINO 2026.4's CPU plugin computes.
+
+OpenVINO facts (single layers built with openvino.opset*, run on CPU at f32 precision; pinned in
+tests/runtime/test_ir_activation_vs_openvino.py):
+
+- ReLU maps NaN to 0 (ONNX Relu, onnxruntime: NaN stays NaN).
+- Clamp maps NaN to `min` (onnxruntime's Clip: NaN); on integers it clamps to ceil(min) and floor(max)
+  (i32 [-5 .. 5] with min -1.5, max 2.5 -> [-1 .. 2]; the spec says so too); min > max is refused when the
+  model is loaded (ir/ops/activation.py refuses it the same way).
+- HardSigmoid maps NaN to 1, HSigmoid NaN to 0 (onnxruntime's HardSigmoid: NaN).
+- SoftMax/LogSoftmax of a slice holding +inf or NaN: OpenVINO gives 0 (log: -inf) to the finite elements and
+  NaN to the others; onnxruntime gives NaN throughout. poolir gives NaN throughout (not pinned: no model
+  relies on it). -inf elements agree (0, log: -inf).
+- HSwish: its spec writes x * min(max(x + 3, 0), 6) / 6, but the CPU plugin computes x * max(0, min(1,
+  x * f32(1/6) + 0.5)), ONNX HardSwish's own formula, bit for bit (20001 f32 points in [-8, 8]; the spec's
+  formula is up to 1024 ulps away near x = -3). HSigmoid multiplies by 1/6 rounded down (0.16666666f), so
+  HSigmoid(3) = 0.99999994. Both are pinned bit for bit in the tests.
+- PReLU: a 1-D slope whose length is dim 1 of the data (rank >= 2) scales the channels; any other slope
+  broadcasts numpy-style.
+
+Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, SoftMax and LogSoftmax run floating types only: their
+integer results in OpenVINO are not pinned.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.ir.ops.activation import prelu_slope_on_channels
+from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, axis_index, builder
+from poolir.runtime.kernels.activation import (hard_sigmoid, hard_swish, hsigmoid_openvino, leaky_relu,
+                                               relu, sigmoid, softmax, swish, tanh)
+from poolir.runtime.kernels.precision import is_float
+
+
+def _float_only(layer_type: str, x: np.ndarray) -> None:
+    if not is_float(x.dtype):
+        raise UnsupportedError(f"{layer_type} on element type {x.dtype} is not supported (floating types only)")
+
+
+def _nan_to(result: np.ndarray, x: np.ndarray, value) -> np.ndarray:
+    if is_float(x.dtype):
+        return np.where(np.isnan(x), np.asarray(value, dtype=result.dtype), result)
+    return result
+
+
+def _scalar(array: np.ndarray, what: str) -> float:
+    if array.size != 1:
+        raise InvalidModelError(f"{what} must hold one element, got shape {list(array.shape)}")
+    return float(array.reshape(-1)[0])
+
+
+@builder("ReLU")
+def _relu(info: LayerInfo) -> LayerFn:
+    return lambda args: (_nan_to(relu(args[0]), args[0], 0),)
+
+
+@builder("Clamp")
+def _clamp(info: LayerInfo) -> LayerFn:
+    low, high = info.layer.attrs["min"], info.layer.attrs["max"]
+
+    def run(args):
+        x = args[0]
+        if is_float(x.dtype):
+            # min(max(x, lo), hi) in the element type; NaN -> min.
+            lo, hi = np.asarray(low, dtype=x.dtype), np.asarray(high, dtype=x.dtype)
+            result = np.minimum(np.maximum(x, lo), hi)
+            return (_nan_to(result, x, lo),)
+        limits = np.iinfo(x.dtype)
+        lo = min(max(math.ceil(low), limits.min), limits.max) if math.isfinite(low) else \
+            (limits.min if low < 0 else limits.max)
+        hi = min(max(math.floor(high), limits.min), limits.max) if math.isfinite(high) else \
+            (limits.max if high > 0 else limits.min)
+        return (np.minimum(np.maximum(x, x.dtype.type(lo)), x.dtype.type(hi)),)
+    return run
+
+
+def _float_unary(layer_type: str, function, nan_value=None) -> LayerFn:
+    def run(args):
+        x = args[0]
+        _float_only(layer_type, x)
+        result = function(x)
+        return (result if nan_value is None else _nan_to(result, x, nan_value),)
+    return run
+
+
+builder("Sigmoid")(lambda info: _float_unary("Sigmoid", sigmoid))
+builder("Tanh")(lambda info: _float_unary("Tanh", tanh))
+builder("HSwish")(lambda info: _float_unary("HSwish", hard_swish))
+builder("HSigmoid")(lambda info: _float_unary("HSigmoid", hsigmoid_openvino, nan_value=0))
+
+
+@builder("HardSigmoid")
+def _hard_sigmoid(info: LayerInfo) -> LayerFn:
+    def run(args):
+        x, alpha, beta = args
+        _float_only("HardSigmoid", x)
+        result = hard_sigmoid(x, _scalar(alpha, "alpha"), _scalar(beta, "beta"))
+        return (_nan_to(result, x, 1),)
+    return run
+
+
+@builder("Swish")
+def _swish(info: LayerInfo) -> LayerFn:
+    def run(args):
+        x = args[0]
+        _float_only("Swish", x)
+        beta = _scalar(args[1], "beta") if len(args) > 1 else 1.0
+        return (swish(x, beta),)
+    return run
+
+
+@builder("PReLU")
+def _prelu(info: LayerInfo) -> LayerFn:
+    def run(args):
+        x, slope = args
+        if slope.dtype != x.dtype:
+            raise InvalidModelError(f"slope has element type {slope.dtype}, the data {x.dtype}")
+        channels = x.shape[1] if x.ndim >= 2 else None
+        if prelu_slope_on_channels(x.ndim, slope.ndim, channels, slope.size):
+            slope = slope.reshape((-1,) + (1,) * (x.ndim - 2))
+        elif slope.ndim > x.ndim or np.broadcast_shapes(x.shape, slope.shape) != x.shape:
+            raise InvalidModelError(f"slope {list(slope.shape)} does not broadcast to the data {list(x.shape)}")
+        return (leaky_relu(x, slope),)
+    return run
+
+
+@builder("SoftMax", "LogSoftmax")
+def _softmax(info: LayerInfo) -> LayerFn:
+    layer_type = info.layer.type
+    axis = info.layer.attrs["axis"]
+    log = layer_type == "LogSoftmax"
+
+    def run(args):
+        x = args[0]
+        _float_only(layer_type, x)
+        return (softmax(x, axis_index(axis, x.ndim), log),)
+    return run

@@ -1,0 +1,190 @@
+"""ONNX activations: Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, PRelu, Softmax, LogSoftmax: version
+rows (every version since each op's opset 1) and adapters onto runtime.kernels.activation.
+
+Readings (these go into the README's semantics section too):
+
+- Version 1 of Relu, Clip, Sigmoid, Tanh, HardSigmoid and LeakyRelu has the `consumed_inputs` attribute: the
+  spec calls it a "legacy optimization attribute" (an in-place hint of Caffe2's era) and gives it no meaning
+  for the result, so it is accepted and ignored. Version 6 removed it and changed nothing else.
+- Clip-1 has optional float attributes min and max: an absent one is no bound. Clip-6 gives them defaults,
+  numeric_limits<float>::lowest() and max() (+-3.4028235e38): so Clip-6 without min maps -inf to -3.4e38
+  (onnxruntime agrees), in every element type. Clip-11 on: min and max are optional scalar INPUTS of the
+  input's type (absent: no bound; integers from Clip-12). With min > max every element becomes max
+  (Clip-13's text; onnxruntime 1.31: x in [nan, -inf, inf, -3, 0.5, 3], min 2, max -1 -> [nan, -1, ...]).
+  NaN stays NaN in every version (onnxruntime).
+- HardSwish = x * max(0, min(1, alpha * x + beta)) with alpha = 1/6 and beta = 0.5 (the spec's own
+  definition through HardSigmoid): alpha is rounded to the element type before multiplying, which is what
+  onnxruntime computes (see kernels.activation.hard_swish); OpenVINO's HSwish is another formula.
+- Softmax and LogSoftmax before 13 (versions 1 and 11) coerce the input to 2-D at `axis` (default 1),
+  [prod(dims[:axis]), prod(dims[axis:])], and normalise over the whole trailing block; version 13
+  normalises along `axis` alone (default -1). The two agree only when axis is the last axis (or every dim
+  after it is 1). A negative axis counts from the back in every version (the text of version 1 does not
+  say so; version 11 does, and onnxruntime accepts it in version 1 too).
+- Softmax subtracts the maximum of each slice before exp (no overflow); f16/bf16 compute in f32. A slice
+  holding +inf or NaN gives NaN throughout, one holding -inf gives it 0 (onnxruntime agrees).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from poolir.ir.errors import UsageError
+from poolir.runtime.kernels.activation import (clip, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
+                                               softmax, softmax_coerced, tanh)
+from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
+from poolir.runtime.onnx_ops.registry import (FLOAT, INT, INTS, REMOVED, Attribute, NodeContext, Step, adapter,
+                                              define)
+
+_SIGNED = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+_UNSIGNED = frozenset(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+_INT_PRELU = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
+_CONSUMED = {"consumed_inputs": Attribute(INTS)}  # version 1's legacy in-place hint: accepted, ignored
+_DROP_CONSUMED = {"consumed_inputs": REMOVED}
+_FLOAT_MAX = float(np.finfo(np.float32).max)
+
+
+def _f32(value: float) -> float:
+    """A float attribute's default as the spec's float (0.01f, not 0.01): what an explicit attribute holds too."""
+    return float(np.float32(value))
+
+# Softmax / LogSoftmax normalise along `axis` alone from this version; the rows before it coerce to 2-D.
+SOFTMAX_ALONG_AXIS_SINCE = 13
+
+for _op in ("Relu", "Sigmoid", "Tanh"):
+    _rows = [(1, _CONSUMED, FLOAT_TYPES), (6, _DROP_CONSUMED), (13, {}, FLOAT_TYPES_BF16)]
+    if _op == "Relu":
+        _rows.append((14, {}, FLOAT_TYPES_BF16 | _SIGNED))
+    define(_op, _rows)
+define("Clip", [
+    (1, {**_CONSUMED, "min": Attribute(FLOAT), "max": Attribute(FLOAT)}, FLOAT_TYPES),
+    (6, {**_DROP_CONSUMED, "min": Attribute(FLOAT, -_FLOAT_MAX), "max": Attribute(FLOAT, _FLOAT_MAX)}),
+    (11, {"min": REMOVED, "max": REMOVED}),                      # min and max become optional inputs
+    (12, {}, FLOAT_TYPES | _SIGNED | _UNSIGNED),
+    (13, {}, FLOAT_TYPES_BF16 | _SIGNED | _UNSIGNED),
+])
+define("HardSigmoid", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, _f32(0.2)), "beta": Attribute(FLOAT, 0.5)},
+                        FLOAT_TYPES),
+                       (6, _DROP_CONSUMED), (22, {}, FLOAT_TYPES_BF16)])
+define("HardSwish", [(14, {}, FLOAT_TYPES), (22, {}, FLOAT_TYPES_BF16)])
+define("LeakyRelu", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, _f32(0.01))}, FLOAT_TYPES), (6, _DROP_CONSUMED),
+                     (16, {}, FLOAT_TYPES_BF16)])
+for _op in ("Softmax", "LogSoftmax"):
+    define(_op, [(1, {"axis": Attribute(INT, 1)}, FLOAT_TYPES),   # coerced to 2-D at axis
+                 (11, {}),                                       # the same, negative axes documented
+                 (SOFTMAX_ALONG_AXIS_SINCE, {"axis": Attribute(INT, -1)}, FLOAT_TYPES_BF16)])
+
+
+def _checked(ctx: NodeContext, function) -> Step:
+    """A step applying `function` to the first input after checking its element type against the row."""
+    if ctx.input_types and ctx.input_types[0] is not None:
+        check_dtype(ctx.version, ctx.input_types[0])
+    version = ctx.version
+
+    def run(x, *rest):
+        check_dtype(version, x.dtype)
+        return (function(x, *rest),)
+    return run
+
+
+@adapter("Relu")
+def plan_relu(ctx: NodeContext) -> Step:
+    step = _checked(ctx, relu)
+    return lambda x: step(x)
+
+
+@adapter("Sigmoid")
+def plan_sigmoid(ctx: NodeContext) -> Step:
+    step = _checked(ctx, sigmoid)
+    return lambda x: step(x)
+
+
+@adapter("Tanh")
+def plan_tanh(ctx: NodeContext) -> Step:
+    step = _checked(ctx, tanh)
+    return lambda x: step(x)
+
+
+@adapter("HardSigmoid")
+def plan_hard_sigmoid(ctx: NodeContext) -> Step:
+    alpha, beta = ctx.attrs["alpha"], ctx.attrs["beta"]
+    step = _checked(ctx, lambda x: hard_sigmoid(x, alpha, beta))
+    return lambda x: step(x)
+
+
+@adapter("HardSwish")
+def plan_hard_swish(ctx: NodeContext) -> Step:
+    step = _checked(ctx, hard_swish)
+    return lambda x: step(x)
+
+
+@adapter("LeakyRelu")
+def plan_leaky_relu(ctx: NodeContext) -> Step:
+    alpha = ctx.attrs["alpha"]
+    step = _checked(ctx, lambda x: leaky_relu(x, alpha))
+    return lambda x: step(x)
+
+
+def _bound(value, x: np.ndarray, what: str):
+    """A Clip-11+ min or max input: absent (None) or a one-element tensor of the input's type."""
+    if value is None:
+        return None
+    value = np.asarray(value)
+    if value.size != 1:
+        raise UsageError(f"Clip {what} must be a scalar, got shape {list(value.shape)}")
+    if value.dtype != x.dtype:
+        raise UsageError(f"Clip {what} has type {value.dtype}, the input {x.dtype} (they must be equal)")
+    return value.reshape(())
+
+
+@adapter("Clip")
+def plan_clip(ctx: NodeContext) -> Step:
+    if first_attribute_row(ctx):
+        low, high = ctx.attrs.get("min"), ctx.attrs.get("max")
+        step = _checked(ctx, lambda x: clip(x, low, high))
+        return lambda x: step(x)
+    step = _checked(ctx, lambda x, low, high: clip(x, _bound(low, x, "min"), _bound(high, x, "max")))
+    return lambda x, low=None, high=None: step(x, low, high)
+
+
+def first_attribute_row(ctx: NodeContext) -> bool:
+    """Whether this Clip version takes min/max as attributes (versions before 11) rather than inputs."""
+    return "min" in ctx.version.attributes
+
+
+@adapter("Softmax", "LogSoftmax")
+def plan_softmax(ctx: NodeContext) -> Step:
+    log = ctx.version.op_type == "LogSoftmax"
+    axis = ctx.attrs["axis"]
+    coerced = not softmax_along_axis(ctx.version.op_type, ctx.version.since)
+
+    def run(x):
+        rank = x.ndim
+        if not -rank <= axis < rank:
+            raise UsageError(f"axis {axis} is out of range for an input of rank {rank}")
+        chosen = axis % rank
+        return softmax_coerced(x, chosen, log) if coerced else softmax(x, chosen, log)
+    step = _checked(ctx, run)
+    return lambda x: step(x)
+
+
+def softmax_along_axis(op_type: str, since: int) -> bool:
+    """Whether the Softmax/LogSoftmax row introduced in `since` normalises along `axis` alone rather than over
+    the 2-D coercion's trailing block."""
+    return since >= SOFTMAX_ALONG_AXIS_SINCE
+
+
+# PRelu from version 7 (slope broadcast unidirectionally to X, numpy-style); versions 1 and 6 had their own
+# legacy slope rules and are not run. Integers from 9.
+define("PRelu", [(7, {}, FLOAT_TYPES), (9, {}, FLOAT_TYPES | _INT_PRELU), (16, {}, FLOAT_TYPES_BF16 | _INT_PRELU)])
+
+
+@adapter("PRelu")
+def plan_prelu(ctx: NodeContext) -> Step:
+    def run(x, slope):
+        if slope.dtype != x.dtype:
+            raise UsageError(f"slope has type {slope.dtype}, the input {x.dtype} (they must be equal)")
+        if slope.ndim > x.ndim or np.broadcast_shapes(x.shape, slope.shape) != x.shape:
+            raise UsageError(f"slope of shape {list(slope.shape)} does not broadcast to the input "
+                             f"{list(x.shape)}")
+        return leaky_relu(x, slope)
+    return _checked(ctx, run)
