@@ -24,7 +24,7 @@ from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, U
 from poolir.ir.infer import infer_model
 from poolir.ir.limits import MAX_ELEMENTS, check_declared_size
 from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Edge, Layer, Model, Port, Shape
-from poolir.ir.schema import op_version, parse_attrs
+from poolir.ir.schema import known_op_version, parse_attrs
 from poolir.ir.validate import validate_graph
 
 # MAX_ELEMENTS lives in ir.limits; it is re-exported here, its home before, for compatibility.
@@ -139,12 +139,18 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
     layer_id = _int_attr(element, "id", source, where)
     if layer_id < 0:
         raise InvalidModelError(f"layer id {layer_id} is negative", file=source, where=where)
-    try:
-        schema = op_version(layer_type, element.get("version"))
-        data = _only_child(element, "data", source, where, required=False)
-        attrs = parse_attrs(schema, dict(data.attrib) if data is not None else {})
-    except PoolirError as error:  # a malformed or out-of-range attribute is the file's fault
-        raise as_model_error(error).located(file=source, where=where) from None
+    data = _only_child(element, "data", source, where, required=False)
+    raw_attrs = dict(data.attrib) if data is not None else {}
+    schema = known_op_version(layer_type, element.get("version"))
+    if schema is None:
+        # A layer type (or a version of one) poolir does not know: kept as it stands, its attributes as raw
+        # strings in file order (ir.schema.is_known); its declared output ports are trusted by inference.
+        attrs: dict[str, Any] = raw_attrs
+    else:
+        try:
+            attrs = parse_attrs(schema, raw_attrs)
+        except PoolirError as error:  # a malformed or out-of-range attribute is the file's fault
+            raise as_model_error(error).located(file=source, where=where) from None
     layer = Layer(id=layer_id, name=name, type=layer_type, version=element.get("version"), attrs=attrs,
                   element_attrs={k: v for k, v in element.attrib.items() if k not in _LAYER_IDENTITY})
     layer.rt_info = _verbatim(_only_child(element, "rt_info", source, where, required=False))
@@ -162,6 +168,8 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
     for child in element:
         if child.tag not in ("data", "input", "output", "rt_info"):
             raise InvalidModelError(f"unexpected element <{child.tag}> in <layer>", file=source, where=where)
+    if schema is None:
+        return layer
     if layer.type == "Parameter":
         check_declared_size(layer.attrs["shape"], "the Parameter shape", source, where)
     if layer.type == "Const":

@@ -20,7 +20,7 @@ from poolir.ir.errors import InvalidModelError, PoolirError, UsageError
 from poolir.ir.infer import Inference, infer_model
 from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Layer, Model, Port
 from poolir.ir.reader import join_names, parse_xml_safely
-from poolir.ir.schema import format_attrs, op_version
+from poolir.ir.schema import format_attrs, is_known, op_version
 
 
 def serialize(model: Model, version: int | None = None) -> tuple[bytes, bytes]:
@@ -94,6 +94,9 @@ def _emit_layer(lines: list[str], layer: Layer, version: int, weights: _Weights,
                 inference: Inference | None) -> None:
     where = layer.label
     try:
+        if not is_known(layer):  # written back as it was read: raw attribute strings in file order
+            _emit_body(lines, layer, version, inference, [(key, str(value)) for key, value in layer.attrs.items()])
+            return
         schema = op_version(layer.type, layer.version)
         attrs = dict(layer.attrs)
         if layer.type == "Const":
@@ -102,6 +105,12 @@ def _emit_layer(lines: list[str], layer: Layer, version: int, weights: _Weights,
         pairs = format_attrs(schema, attrs)
     except PoolirError as error:
         raise error.located(file=source, where=where) from None
+    _emit_body(lines, layer, version, inference, pairs)
+
+
+def _emit_body(lines: list[str], layer: Layer, version: int, inference: Inference | None,
+               pairs: list[tuple[str, str]]) -> None:
+    """The <layer> element with `pairs` as its <data> attributes."""
     head = (f'\t\t<layer id="{layer.id}" name="{_escape(layer.name)}" type="{_escape(layer.type)}" '
             f'version="{_escape(layer.version)}"')
     head += "".join(f' {key}="{_escape(value)}"' for key, value in layer.element_attrs.items())
