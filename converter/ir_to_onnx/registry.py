@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.ir_to_onnx import elementwise, io, movement, pooling, reduction
+from poolir.converter.ir_to_onnx import elementwise, io, movement, pointwise, pooling, rearrange, reduction
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.registry import RegistryError, check_coverage, merge_families
 from poolir.ir.model import Layer
@@ -25,6 +25,8 @@ CONVERTERS: dict[str, LayerConverter] = merge_families("IR layer type", {
     "elementwise": elementwise.CONVERTERS,
     "movement": movement.CONVERTERS,
     "reduction": reduction.CONVERTERS,
+    "pointwise": pointwise.CONVERTERS,
+    "rearrange": rearrange.CONVERTERS,
 })
 FOLDS: dict[str, Fold] = merge_families("IR layer type", {"pooling": pooling.FOLDS})
 

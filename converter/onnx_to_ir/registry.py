@@ -30,7 +30,7 @@ NOT_CONVERTED: dict[str, str] = {
                      "CastLike"), NOT_YET),
     # movement
     **dict.fromkeys(("Pad", "Transpose", "Reshape", "Concat", "Split", "Slice", "Squeeze", "Unsqueeze", "Gather",
-                     "Shape", "Expand"), NOT_YET),
+                     "Shape", "Expand", "Flatten", "GatherND", "Tile"), NOT_YET),
     # reduction
     **dict.fromkeys(("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                      "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"), NOT_YET),

@@ -6,6 +6,8 @@
     movement     Reshape, Squeeze, Unsqueeze, Concat, Split, VariadicSplit, Transpose, Slice, StridedSlice,
                  Gather, ShapeOf, Broadcast, Pad
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
+    pointwise    Sign, Negative, Exp, Log, comparisons, LogicalNot/And/Or/Xor, Select
+    rearrange    ShuffleChannels, GatherND, Tile
 
 A family module declares SCHEMA_ROWS (ir.attributes.OpVersion rows) and SHAPE_RULES (an
 ir.registry.ShapeRules). Adding a family is: write ir/ops/<family>.py, add it to FAMILIES. At import,
@@ -18,10 +20,10 @@ from __future__ import annotations
 from types import ModuleType
 
 from poolir.ir.attributes import OpVersion
-from poolir.ir.ops import elementwise, io, movement, pooling, reduction
+from poolir.ir.ops import elementwise, io, movement, pointwise, pooling, rearrange, reduction
 from poolir.ir.registry import ShapeRule, check_coverage, index_schema_rows, merge_shape_rules
 
-FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, reduction)
+FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, reduction, pointwise, rearrange)
 
 # layer type -> its op versions, oldest first
 SCHEMAS: dict[str, tuple[OpVersion, ...]] = index_schema_rows(row for family in FAMILIES for row in family.SCHEMA_ROWS)

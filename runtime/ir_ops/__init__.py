@@ -7,6 +7,8 @@
     movement     Reshape, Squeeze, Unsqueeze, Concat, Split, VariadicSplit, Transpose, Slice, StridedSlice,
                  Gather, ShapeOf, Broadcast, Pad
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
+    pointwise    Sign, Negative, Exp, Log, comparisons, logical ops, Select
+    rearrange    ShuffleChannels, GatherND-5/8, Tile
 
 Importing the package registers every family's builders and checks them against the IR schema registry
 (`poolir.ir.schema.SCHEMAS`): a layer type with a schema but no builder, or a builder without a schema,
@@ -14,7 +16,7 @@ fails here, naming the type.
 """
 
 from poolir.ir.schema import SCHEMAS
-from poolir.runtime.ir_ops import elementwise, movement, pooling, reduction  # noqa: F401  (they register)
+from poolir.runtime.ir_ops import elementwise, movement, pointwise, pooling, rearrange, reduction  # noqa: F401
 from poolir.runtime.ir_ops.pooling import AvgPoolOp, MaxPoolOp, openvino_max_floor
 from poolir.runtime.ir_ops.registry import BUILDERS, check_builders_match_schemas, supported_layer_types
 
