@@ -29,10 +29,13 @@ def _unary(function: Callable) -> Callable[[LayerInfo], LayerFn]:
     return build
 
 
-# Sign: -1, 0 or 1 (OpenVINO's reference: x > 0 minus x < 0), so NaN gives 0 where numpy's sign gives NaN.
-builder("Sign")(_unary(lambda x: (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)))
+# Sign: -1, 0 or 1, and NaN for NaN (measured: OpenVINO 2026.4 CPU gives [nan, 0, 1, -1] for
+# [nan, -0.0, 2, -inf], as onnxruntime's ONNX Sign does), which is numpy's sign.
+builder("Sign")(_unary(np.sign))
 builder("Negative")(_unary(np.negative))
-builder("Exp")(_unary(np.exp))
+# Exp: OpenVINO 2026.4's CPU plugin gives +inf for NaN (measured: exp([nan, -inf, -1]) = [inf, 0, 0.368]);
+# ONNX Exp and numpy give NaN. The IR world follows OpenVINO; ir_to_onnx writes Where(x == x, Exp(x), inf).
+builder("Exp")(_unary(lambda x: np.where(np.isnan(x), np.inf, np.exp(x))))
 builder("Log")(_unary(np.log))
 
 
