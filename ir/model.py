@@ -91,6 +91,9 @@ class Layer:
     # Other attributes of the <layer> element, kept verbatim in file order (OpenVINO 2025+ writes
     # `output_names` on Result layers).
     element_attrs: dict[str, str] = field(default_factory=dict)
+    # Other child elements of a layer of a type poolir does not know (ir.schema.is_known), as (index among the
+    # <layer>'s children, verbatim XML), so that If's bodies and port maps are written back where they were.
+    extra_elements: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def opset(self) -> int:
@@ -131,6 +134,9 @@ class Model:
     edges: list[Edge] = field(default_factory=list)
     rt_info: str | None = None  # serialized <rt_info> of the net, kept verbatim
     source: str | None = None  # the .xml path it was read from, for messages
+    # The .bin as read, kept only when a layer poolir does not know holds sub-graphs (If, Loop, TensorIterator
+    # bodies) whose Consts point into it: the writer keeps those bytes where they were.
+    weights: bytes | None = None
 
     def layer(self, layer_id: int) -> Layer:
         for layer in self.layers:

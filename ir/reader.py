@@ -121,6 +121,8 @@ def parse_model(xml_bytes: bytes, weights: bytes | Any | None = None, *, source:
 
     rt_info = _only_child(root, "rt_info", source, "<net>", required=False)
     model.rt_info = _verbatim(rt_info)
+    if any(layer.extra_elements for layer in model.layers) and weights is not None:
+        model.weights = blob()  # sub-graph Consts of unknown layers point into it (ir.model.Model.weights)
     validate_graph(model)
     infer_model(model)
     return model
@@ -165,9 +167,13 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
     if len(set(port_ids)) != len(port_ids):
         duplicate = next(p for p in port_ids if port_ids.count(p) > 1)
         raise InvalidModelError(f"port id {duplicate} is used twice", file=source, where=where)
-    for child in element:
+    for index, child in enumerate(element):
         if child.tag not in ("data", "input", "output", "rt_info"):
-            raise InvalidModelError(f"unexpected element <{child.tag}> in <layer>", file=source, where=where)
+            if schema is not None or not isinstance(child.tag, str):
+                raise InvalidModelError(f"unexpected element <{child.tag}> in <layer>", file=source, where=where)
+            # A layer poolir does not know may hold more (If's then_body and port maps, TensorIterator's body):
+            # kept verbatim with its place among the layer's children, never interpreted.
+            layer.extra_elements.append((index, _verbatim(child)))
     if schema is None:
         return layer
     if layer.type == "Parameter":

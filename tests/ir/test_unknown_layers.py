@@ -145,3 +145,41 @@ def test_hostile_unknown_layers_are_refused_with_the_projects_errors(change, err
         ir.parse_model(_hostile(**change))
     assert isinstance(raised.value, PoolirError)
     assert "'u'" in str(raised.value) or "edge from layer 1" in str(raised.value)
+
+
+def test_sub_graphs_of_unknown_layers_are_kept_in_place_with_their_weights(tmp_path: Path) -> None:
+    """OpenVINO's If-8 (from an ONNX If) holds port maps before its ports and two bodies after them; the else
+    body's Multiply-by-minus-one Const points into the .bin. All of it is written back byte for byte, and a
+    model whose top-level Consts change keeps the bodies' bytes where they were."""
+    import onnx
+    from onnx import TensorProto as T, helper
+
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", T.FLOAT, [2, 3])])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", T.FLOAT, [2, 3])])
+    graph = helper.make_graph([helper.make_node("If", ["c"], ["i"], then_branch=then, else_branch=other),
+                               helper.make_node("Add", ["i", "k"], ["y"])], "m",
+                              [helper.make_tensor_value_info("c", T.BOOL, []),
+                               helper.make_tensor_value_info("x", T.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, None)],
+                              [onnx.numpy_helper.from_array(np.full((2, 3), 0.25, np.float32), "k")])
+    source = tmp_path / "if.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), source)
+    path = tmp_path / "if.xml"
+    ov.save_model(ov.convert_model(str(source)), path, compress_to_fp16=False)
+    model = ir.read_model(path)
+    (branch,) = [layer for layer in model.layers if not ir.schema.is_known(layer)]
+    assert branch.type == "If" and [text[1:text.index(">")].split()[0] for _, text in branch.extra_elements] == [
+        "else_port_map", "then_port_map", "then_body", "else_body"]
+    assert ir.serialize(model) == (path.read_bytes(), _bin(path))
+    with pytest.raises(UnsupportedError, match="unsupported layer types: If-opset8"):
+        converter.ir_to_onnx(model)
+    # Change the top-level Const: OpenVINO still runs the written file, with the bodies' Const intact.
+    (k,) = [layer for layer in model.layers if layer.type == "Const" and layer.data.size == 6]
+    k.data = np.full((2, 3), 2.0, np.float32)
+    ir.write_model(model, tmp_path / "again.xml")
+    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    compiled = ov.Core().compile_model(str(tmp_path / "again.xml"), "CPU")
+    (y,) = compiled({"c": np.array(False), "x": x}).values()
+    np.testing.assert_array_equal(y, -x + 2.0)  # hand-worked: the else branch negates, then + 2
