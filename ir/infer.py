@@ -24,7 +24,7 @@ from poolir.ir.limits import check_inferred_size
 from poolir.ir.model import Layer, Model, Shape, shape_str, static_shape
 from poolir.ir.ops import SHAPE_RULES
 from poolir.ir.ops.pooling import pool_windows_of  # re-exported: its home before ir/ops (compatibility)
-from poolir.ir.schema import op_version
+from poolir.ir.schema import is_known, op_version
 from poolir.ir.shapes import TensorInfo
 from poolir.ir.validate import topological_order
 
@@ -118,7 +118,16 @@ def _compare(model: Model, where: str, port_id: int, declared: Shape | None, ele
 
 
 def infer_layer(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
-    """Output infos of one layer from its input infos. Raises PoolirError (unlocated)."""
+    """Output infos of one layer from its input infos. Raises PoolirError (unlocated).
+
+    A layer of a type (or version) poolir does not know (ir.schema.is_known) has no rule: its declared
+    output ports are trusted, dims and precision, and inspect says so."""
+    if not is_known(layer):
+        missing = [port.id for port in layer.outputs if port.element_type is None]
+        if missing:
+            raise InvalidModelError(f"output port {missing[0]} of a layer of a type poolir does not know declares no "
+                                    "precision, so its element type cannot be inferred")
+        return [TensorInfo(port.element_type, port.shape) for port in layer.outputs]
     op_version(layer.type, layer.version).check_port_count("input", len(inputs))
     return SHAPE_RULES[layer.type](layer, inputs)
 

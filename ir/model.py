@@ -98,6 +98,9 @@ class Layer:
     # port id -> port, built on first use (Layer.port is called once per edge: a scan would make a Concat of
     # n inputs quadratic); rebuilt when the port lists change.
     _ports: dict[int, Port] = field(default_factory=dict, init=False, repr=False, compare=False)
+    # Other child elements of a layer of a type poolir does not know (ir.schema.is_known), as (index among the
+    # <layer>'s children, verbatim XML), so that If's bodies and port maps are written back where they were.
+    extra_elements: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def opset(self) -> int:
@@ -147,6 +150,9 @@ class Model:
     _by_id: dict[int, Layer] = field(default_factory=dict, init=False, repr=False, compare=False)
     _producers: dict[tuple[int, int], Edge] = field(default_factory=dict, init=False, repr=False, compare=False)
     _edge_count: int = field(default=-1, init=False, repr=False, compare=False)
+    # The .bin as read, kept only when a layer poolir does not know holds sub-graphs (If, Loop, TensorIterator
+    # bodies) whose Consts point into it: the writer keeps those bytes where they were.
+    weights: bytes | None = None
 
     def layer(self, layer_id: int) -> Layer:
         layer = self._by_id.get(layer_id)

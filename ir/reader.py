@@ -25,7 +25,7 @@ from poolir.ir.files import read_regular
 from poolir.ir.infer import infer_model
 from poolir.ir.limits import MAX_ELEMENTS, check_declared_size
 from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Edge, Layer, Model, Port, Shape
-from poolir.ir.schema import op_version, parse_attrs
+from poolir.ir.schema import known_op_version, parse_attrs
 from poolir.ir.validate import validate_graph
 
 # MAX_ELEMENTS lives in ir.limits; it is re-exported here, its home before, for compatibility.
@@ -115,6 +115,8 @@ def parse_model(xml_bytes: bytes, weights: bytes | Any | None = None, *, source:
 
     rt_info = _only_child(root, "rt_info", source, "<net>", required=False)
     model.rt_info = _verbatim(rt_info)
+    if any(layer.extra_elements for layer in model.layers) and weights is not None:
+        model.weights = blob()  # sub-graph Consts of unknown layers point into it (ir.model.Model.weights)
     validate_graph(model)
     infer_model(model)
     return model
@@ -133,12 +135,18 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
     layer_id = _int_attr(element, "id", source, where)
     if layer_id < 0:
         raise InvalidModelError(f"layer id {layer_id} is negative", file=source, where=where)
-    try:
-        schema = op_version(layer_type, element.get("version"))
-        data = _only_child(element, "data", source, where, required=False)
-        attrs = parse_attrs(schema, dict(data.attrib) if data is not None else {})
-    except PoolirError as error:  # a malformed or out-of-range attribute is the file's fault
-        raise as_model_error(error).located(file=source, where=where) from None
+    data = _only_child(element, "data", source, where, required=False)
+    raw_attrs = dict(data.attrib) if data is not None else {}
+    schema = known_op_version(layer_type, element.get("version"))
+    if schema is None:
+        # A layer type (or a version of one) poolir does not know: kept as it stands, its attributes as raw
+        # strings in file order (ir.schema.is_known); its declared output ports are trusted by inference.
+        attrs: dict[str, Any] = raw_attrs
+    else:
+        try:
+            attrs = parse_attrs(schema, raw_attrs)
+        except PoolirError as error:  # a malformed or out-of-range attribute is the file's fault
+            raise as_model_error(error).located(file=source, where=where) from None
     layer = Layer(id=layer_id, name=name, type=layer_type, version=element.get("version"), attrs=attrs,
                   element_attrs={k: v for k, v in element.attrib.items() if k not in _LAYER_IDENTITY})
     layer.rt_info = _verbatim(_only_child(element, "rt_info", source, where, required=False))
@@ -153,9 +161,15 @@ def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> 
     if len(set(port_ids)) != len(port_ids):
         duplicate = next(p for p in port_ids if port_ids.count(p) > 1)
         raise InvalidModelError(f"port id {duplicate} is used twice", file=source, where=where)
-    for child in element:
+    for index, child in enumerate(element):
         if child.tag not in ("data", "input", "output", "rt_info"):
-            raise InvalidModelError(f"unexpected element <{child.tag}> in <layer>", file=source, where=where)
+            if schema is not None or not isinstance(child.tag, str):
+                raise InvalidModelError(f"unexpected element <{child.tag}> in <layer>", file=source, where=where)
+            # A layer poolir does not know may hold more (If's then_body and port maps, TensorIterator's body):
+            # kept verbatim with its place among the layer's children, never interpreted.
+            layer.extra_elements.append((index, _verbatim(child)))
+    if schema is None:
+        return layer
     if layer.type == "Parameter":
         check_declared_size(layer.attrs["shape"], "the Parameter shape", source, where)
     if layer.type == "Const":

@@ -13,7 +13,7 @@ builder (`normalize_attrs`), and back to text (`format_attrs`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from poolir.ir.attributes import OpVersion, parse_dim  # parse_dim: re-exported, its home before (compatibility)
 from poolir.ir.errors import UnsupportedError, UsageError
@@ -21,8 +21,9 @@ from poolir.ir.model import opset_number
 from poolir.ir.ops import SCHEMAS
 
 __all__ = [
-    "LATEST_OPSET", "SCHEMAS", "first_version_allowing", "first_version_with", "format_attrs", "normalize_attrs",
-    "op_version", "parse_attrs", "parse_dim", "supported_types", "supported_versions",
+    "LATEST_OPSET", "SCHEMAS", "first_version_allowing", "first_version_with", "format_attrs", "is_known",
+    "known_op_version", "normalize_attrs", "op_version", "parse_attrs", "parse_dim", "refuse_unknown_layers",
+    "supported_types", "supported_versions", "unknown_layer_types",
 ]
 
 # The newest OpenVINO opset this table knows. A version beyond it is refused rather than guessed.
@@ -49,6 +50,47 @@ def op_version(layer_type: str, version: str) -> OpVersion:
         raise UnsupportedError(f"version {version!r} of {layer_type} is not supported "
                                f"(supported: {supported_versions(layer_type)})")
     return candidates[-1]
+
+
+def known_op_version(layer_type: str, version: str | None) -> OpVersion | None:
+    """The op version `version` selects for `layer_type`, or None when this table does not know the type or
+    that version of it (a layer the reader keeps as it is: see `is_known`)."""
+    if layer_type not in SCHEMAS:
+        return None
+    opset = opset_number(version or "")
+    candidates = [v for v in SCHEMAS[layer_type] if v.since <= opset]
+    return candidates[-1] if candidates and opset <= LATEST_OPSET else None
+
+
+def is_known(layer: Any) -> bool:
+    """Whether `layer` (an ir.Layer) has a schema row. An unknown layer (a type, or a version of a type, this
+    table lacks) is read and written as it stands: its attrs are the raw strings of its <data> element in file
+    order, its ports and declared dims are kept, and shape inference trusts its declared output ports. `run` and
+    `convert` refuse it (`refuse_unknown_layers`)."""
+    return known_op_version(layer.type, layer.version) is not None
+
+
+def unknown_layer_types(layers: Any, handled: Callable[[Any], bool] | None = None) -> dict[str, int]:
+    """"Type-version" -> how many layers of it, in first-seen order, for the layers among `layers` that are
+    unknown, or (with `handled`, a caller's predicate such as "has an executor") known but not handled."""
+    counts: dict[str, int] = {}
+    for layer in layers:
+        if not is_known(layer) or (handled is not None and not handled(layer)):
+            key = f"{layer.type}-{layer.version}"
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def refuse_unknown_layers(layers: Any, file: str | None = None, handled: Callable[[Any], bool] | None = None,
+                          supported: str = "") -> None:
+    """Raise one UnsupportedError listing every unknown (or unhandled) layer type once, with its count:
+    "unsupported layer types: Foo-opset3 (2 layers), Bar-opset1". `supported` is appended as the list of
+    what the caller does support."""
+    counts = unknown_layer_types(layers, handled)
+    if counts:
+        listed = ", ".join(key if n == 1 else f"{key} ({n} layers)" for key, n in counts.items())
+        raise UnsupportedError(f"unsupported layer types: {listed}" + (f" (supported: {supported})" if supported
+                                                                       else ""), file=file)
 
 
 def first_version_with(layer_type: str, attr: str) -> int | None:

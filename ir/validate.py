@@ -11,7 +11,7 @@ from collections import deque
 
 from poolir.ir.errors import InvalidModelError, PoolirError, as_model_error
 from poolir.ir.model import Layer, Model
-from poolir.ir.schema import normalize_attrs, op_version
+from poolir.ir.schema import is_known, normalize_attrs, op_version
 
 
 def validate_graph(model: Model) -> None:
@@ -23,6 +23,12 @@ def validate_graph(model: Model) -> None:
             raise InvalidModelError(f"duplicate layer id {layer.id} (also used by {by_id[layer.id].label})",
                                     file=source, where=layer.label)
         by_id[layer.id] = layer
+        if not is_known(layer):
+            # Kept as read (ir.schema.is_known): raw string attributes, ports as declared; edges are checked below.
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in layer.attrs.items()):
+                raise InvalidModelError("the attributes of a layer of an unknown type must be strings",
+                                        file=source, where=layer.label)
+            continue
         try:
             schema = op_version(layer.type, layer.version)
             layer.attrs = normalize_attrs(schema, layer.attrs)

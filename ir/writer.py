@@ -20,7 +20,7 @@ from poolir.ir.errors import InvalidModelError, PoolirError, UsageError
 from poolir.ir.infer import Inference, infer_model
 from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Layer, Model, Port, shape_str
 from poolir.ir.reader import join_names, parse_xml_safely
-from poolir.ir.schema import format_attrs, op_version
+from poolir.ir.schema import format_attrs, is_known, op_version
 
 
 def serialize(model: Model, version: int | None = None) -> tuple[bytes, bytes]:
@@ -31,7 +31,7 @@ def serialize(model: Model, version: int | None = None) -> tuple[bytes, bytes]:
     # OpenVINO requires `precision` on every port; a port read without one gets the inferred type.
     missing_types = any(port.element_type is None for layer in model.layers for port in (*layer.inputs, *layer.outputs))
     inference = infer_model(model) if missing_types else None
-    weights = _Weights()
+    weights = _Weights(model.weights)
     lines = ['<?xml version="1.0"?>', f'<net name="{_escape(model.name)}" version="{version}">', "\t<layers>"]
     for layer in model.layers:
         _emit_layer(lines, layer, version, weights, model.source, inference)
@@ -52,20 +52,26 @@ def write_model(model: Model, path: str | os.PathLike, version: int | None = Non
     path = Path(path)
     xml_bytes, bin_bytes = serialize(model, version)
     files = {path: xml_bytes}
-    if any(layer.type == "Const" for layer in model.layers):
+    if any(layer.type == "Const" for layer in model.layers) or bin_bytes:
         files[path.with_suffix(".bin")] = bin_bytes
     write_files_atomically(files)
 
 
 class _Weights:
-    """The .bin being laid out: identical blobs share one offset."""
+    """The .bin being laid out: identical blobs share one offset.
 
-    def __init__(self) -> None:
-        self._chunks: list[bytes] = []
-        self._size = 0
+    With `original` (a model read with sub-graphs poolir keeps verbatim, whose Consts point into its .bin), the
+    .bin starts as the original bytes, and a Const whose data still lies at its old offset keeps that offset."""
+
+    def __init__(self, original: bytes | None = None) -> None:
+        self._chunks: list[bytes] = [original] if original else []
+        self._size = len(original) if original else 0
         self._offsets: dict[bytes, int] = {}
+        self._original = original
 
-    def add(self, blob: bytes) -> int:
+    def add(self, blob: bytes, offset: int | None = None) -> int:
+        if self._original is not None and offset is not None and self._original[offset:offset + len(blob)] == blob:
+            return offset
         if blob not in self._offsets:
             self._offsets[blob] = self._size
             self._chunks.append(blob)
@@ -94,35 +100,53 @@ def _emit_layer(lines: list[str], layer: Layer, version: int, weights: _Weights,
                 inference: Inference | None) -> None:
     where = layer.label
     try:
+        if not is_known(layer):  # written back as it was read: raw attribute strings in file order
+            _emit_body(lines, layer, version, inference, [(key, str(value)) for key, value in layer.attrs.items()])
+            return
         schema = op_version(layer.type, layer.version)
         attrs = dict(layer.attrs)
         if layer.type == "Const":
             blob = _const_blob(layer)
-            attrs["offset"], attrs["size"] = weights.add(blob), len(blob)
+            attrs["offset"], attrs["size"] = weights.add(blob, attrs.get("offset")), len(blob)
         pairs = format_attrs(schema, attrs)
     except PoolirError as error:
         raise error.located(file=source, where=where) from None
+    _emit_body(lines, layer, version, inference, pairs)
+
+
+def _emit_body(lines: list[str], layer: Layer, version: int, inference: Inference | None,
+               pairs: list[tuple[str, str]]) -> None:
+    """The <layer> element with `pairs` as its <data> attributes."""
     head = (f'\t\t<layer id="{layer.id}" name="{_escape(layer.name)}" type="{_escape(layer.type)}" '
             f'version="{_escape(layer.version)}"')
     head += "".join(f' {key}="{_escape(value)}"' for key, value in layer.element_attrs.items())
-    if not (pairs or layer.rt_info or layer.inputs or layer.outputs):
-        lines.append(head + " />")
-        return
-    lines.append(head + ">")
+    children: list[list[str]] = []  # each child element's lines, in order
     if pairs:
-        lines.append("\t\t\t<data" + "".join(f' {key}="{_escape(value)}"' for key, value in pairs) + " />")
+        children.append(["\t\t\t<data" + "".join(f' {key}="{_escape(value)}"' for key, value in pairs) + " />"])
     if layer.rt_info is not None:
-        _emit_verbatim(lines, layer.rt_info, 3)
+        children.append([])
+        _emit_verbatim(children[-1], layer.rt_info, 3)
     for tag, ports in (("input", layer.inputs), ("output", layer.outputs)):
         if ports:
-            lines.append(f"\t\t\t<{tag}>")
+            chunk = [f"\t\t\t<{tag}>"]
             for port in ports:
                 element_type = port.element_type
                 if element_type is None and inference is not None:
                     table = inference.inputs if tag == "input" else inference.outputs
                     element_type = table[(layer.id, port.id)].element_type
-                _emit_port(lines, port, element_type, version)
-            lines.append(f"\t\t\t</{tag}>")
+                _emit_port(chunk, port, element_type, version)
+            chunk.append(f"\t\t\t</{tag}>")
+            children.append(chunk)
+    for index, text in layer.extra_elements:  # an unknown layer's other children, back in their places
+        chunk = []
+        _emit_verbatim(chunk, text, 3)
+        children.insert(min(index, len(children)), chunk)
+    if not children:
+        lines.append(head + " />")
+        return
+    lines.append(head + ">")
+    for chunk in children:
+        lines.extend(chunk)
     lines.append("\t\t</layer>")
 
 

@@ -25,6 +25,7 @@ from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, layer_label
 from poolir.ir.infer import infer_with_inputs
 from poolir.ir.model import Layer, Model
+from poolir.ir.schema import refuse_unknown_layers
 from poolir.ir.validate import topological_order, validate_graph
 from poolir.runtime.ir_ops.registry import BUILDERS, EXECUTOR_LAYER_TYPES, LayerFn, LayerInfo, supported_layer_types
 from poolir.runtime.program import TensorSpec
@@ -108,12 +109,10 @@ class IRProgram:
     # Planning
 
     def _check_supported(self, layers: list[Layer]) -> None:
-        unsupported = [layer for layer in layers if layer.type not in EXECUTOR_LAYER_TYPES
-                       and layer.type not in BUILDERS]
-        if unsupported:
-            listed = "; ".join(f"{layer_label(l.name, l.id, l.type)} {l.version}" for l in unsupported)
-            raise UnsupportedError(f"unsupported layer types: {listed} (supported: "
-                                   f"{', '.join(supported_layer_types())})", file=self.file)
+        # Unknown types and versions (kept by the reader, ir.schema.is_known) and known types without an
+        # executor, each type once with its count.
+        refuse_unknown_layers(layers, self.file, lambda layer: layer.type in EXECUTOR_LAYER_TYPES
+                              or layer.type in BUILDERS, ", ".join(supported_layer_types()))
 
     def _plan_parameter(self, layer: Layer, outputs: tuple[int, ...]) -> None:
         port = layer.outputs[0]

@@ -35,6 +35,9 @@ class LayerDescription:
     attrs: dict[str, Any]
     outputs: list[PortDescription] = field(default_factory=list)
     value: Any = None  # a small Const's values (nested lists), to read p of an LpPool and the like
+    # False for an IR layer of a type (or version) poolir does not know: attrs are the file's raw strings and
+    # the inferred output dims are its declared ones, trusted.
+    known: bool = True
 
 
 @dataclass(slots=True)
@@ -62,7 +65,9 @@ class ModelDescription:
         lines.append("layers:" if self.format == "ir" else "nodes:")
         for layer in self.layers:
             ident = f"{layer.id} " if layer.id is not None else ""
-            lines.append(f"  {ident}{layer.name}: {layer.type} {layer.version}")
+            lines.append(f"  {ident}{layer.name}: {layer.type} {layer.version}" + (
+                "" if layer.known else "  [unknown layer type: attributes kept as text, declared output dims "
+                                       "trusted for shape inference; run and convert refuse it]"))
             if layer.attrs:
                 lines.append("      " + " ".join(f"{k}={_attr_text(v)}" for k, v in layer.attrs.items()))
             if layer.value is not None:

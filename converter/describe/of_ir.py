@@ -34,7 +34,8 @@ def describe_ir(model: Model) -> ModelDescription:
     layers = []
     for layer in model.layers:
         attrs = {name: _json_value(value) for name, value in layer.attrs.items()}
-        description = LayerDescription(layer.id, layer.name, layer.type, layer.version, attrs)
+        description = LayerDescription(layer.id, layer.name, layer.type, layer.version, attrs,
+                                       known=ir.schema.is_known(layer))
         if layer.data is not None and layer.data.size <= SHOWN_CONST_ELEMENTS:
             kind = layer.data.dtype.kind  # bfloat16 has kind "V": it is a float too
             description.value = layer.data.astype(bool if kind == "b" else int if kind in "iu" else float).tolist()

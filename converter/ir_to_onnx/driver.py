@@ -12,12 +12,17 @@ from poolir.converter.ir_to_onnx.registry import CONVERTERS, FOLDS
 from poolir.ir.errors import PoolirError, UnsupportedError, UsageError, layer_label
 from poolir.ir.infer import infer_model
 from poolir.ir.model import Model
+from poolir.ir.schema import refuse_unknown_layers
 
 
 def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET) -> onnx.ModelProto:
     """Convert an IR model to ONNX with the same meaning; raises ConversionError naming the layer."""
     if opset not in WRITABLE_OPSETS:
         raise UsageError(f"opset {opset} is not supported (supported: {OLDEST_WRITTEN_OPSET}..{NEWEST_WRITTEN_OPSET})")
+    # Every layer type without a conversion at once (unknown types and versions included), before inference.
+    refuse_unknown_layers(model.layers, model.source,
+                          lambda layer: layer.type in CONVERTERS or layer.type in FOLDS,
+                          ", ".join(sorted(CONVERTERS)))
     inference = infer_model(model)
     context = Context(model, inference, opset)
     for layer in inference.order:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.ir_to_onnx import activation, convolution, elementwise, io, matmul, movement, normalization, pooling, reduction
+from poolir.converter.ir_to_onnx import activation, convolution, elementwise, io, matmul, movement, normalization, pointwise, pooling, rearrange, reduction
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.registry import RegistryError, check_coverage, merge_families
 from poolir.ir.model import Layer
@@ -29,6 +29,8 @@ CONVERTERS: dict[str, LayerConverter] = merge_families("IR layer type", {
     "matmul": matmul.CONVERTERS,
     "normalization": normalization.CONVERTERS,
     "activation": activation.CONVERTERS,
+    "pointwise": pointwise.CONVERTERS,
+    "rearrange": rearrange.CONVERTERS,
 })
 FOLDS: dict[str, Fold] = merge_families("IR layer type", {"pooling": pooling.FOLDS})
 

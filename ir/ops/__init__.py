@@ -10,6 +10,8 @@
     matmul       MatMul
     normalization  BatchNormInference, LRN
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax
+    pointwise    Sign, Negative, Exp, Log, comparisons, LogicalNot/And/Or/Xor, Select
+    rearrange    ShuffleChannels, GatherND, Tile
 
 A family module declares SCHEMA_ROWS (ir.attributes.OpVersion rows) and SHAPE_RULES (an
 ir.registry.ShapeRules). Adding a family is: write ir/ops/<family>.py, add it to FAMILIES. At import,
@@ -22,10 +24,10 @@ from __future__ import annotations
 from types import ModuleType
 
 from poolir.ir.attributes import OpVersion
-from poolir.ir.ops import activation, convolution, elementwise, io, matmul, movement, normalization, pooling, reduction
+from poolir.ir.ops import activation, convolution, elementwise, io, matmul, movement, normalization, pointwise, pooling, rearrange, reduction
 from poolir.ir.registry import ShapeRule, check_coverage, index_schema_rows, merge_shape_rules
 
-FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, reduction, convolution, matmul, normalization, activation)
+FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, reduction, convolution, matmul, normalization, activation, pointwise, rearrange)
 
 # layer type -> its op versions, oldest first
 SCHEMAS: dict[str, tuple[OpVersion, ...]] = index_schema_rows(row for family in FAMILIES for row in family.SCHEMA_ROWS)

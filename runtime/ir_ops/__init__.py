@@ -11,6 +11,8 @@
     matmul       MatMul
     normalization  BatchNormInference (both input orders), LRN (OpenVINO's window, scaling and bias)
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax
+    pointwise    Sign, Negative, Exp, Log, comparisons, logical ops, Select
+    rearrange    ShuffleChannels, GatherND-5/8, Tile
 
 Importing the package registers every family's builders and checks them against the IR schema registry
 (`poolir.ir.schema.SCHEMAS`): a layer type with a schema but no builder, or a builder without a schema,
@@ -18,7 +20,7 @@ fails here, naming the type.
 """
 
 from poolir.ir.schema import SCHEMAS
-from poolir.runtime.ir_ops import activation, convolution, elementwise, matmul, movement, normalization, pooling, reduction  # noqa: F401  (they register)
+from poolir.runtime.ir_ops import activation, convolution, elementwise, matmul, movement, normalization, pointwise, pooling, rearrange, reduction  # noqa: F401  (they register)
 from poolir.runtime.ir_ops.pooling import AvgPoolOp, MaxPoolOp, openvino_max_floor
 from poolir.runtime.ir_ops.registry import BUILDERS, check_builders_match_schemas, supported_layer_types
 

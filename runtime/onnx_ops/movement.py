@@ -1,5 +1,5 @@
 """ONNX data-movement operators: Pad, Transpose, Reshape, Concat, Split, Slice, Squeeze, Unsqueeze, Gather,
-Expand, Shape, Constant and ConstantOfShape: version rows and adapters onto numpy and runtime.kernels.movement.
+Expand, Shape, Constant, ConstantOfShape, Flatten, GatherND and Tile: version rows and adapters onto numpy and runtime.kernels.movement.
 
 Element types are not restricted by these tables (numpy computes any of them). Versions before an op's
 first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) and are unsupported.
@@ -7,12 +7,14 @@ first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) a
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.runtime.kernels import movement as kernels
+from poolir.runtime.kernels import rearrange as rearrange_kernels
 from poolir.runtime.onnx_ops.registry import (FLOAT, FLOATS, INT, INTS, REMOVED, SPARSE, STRING, STRINGS, TENSOR,
                                               Attribute, NodeContext, Step, adapter, define, int_values)
 
@@ -44,6 +46,10 @@ define("Constant", [
 ])
 define("ConstantOfShape", [(9, {"value": Attribute(TENSOR)})])
 define("Expand", [(8, {})])
+# Flatten 9, 13 and 21 only widen the element types; 11 allows a negative axis (the adapter asks the row).
+define("Flatten", [(1, {"axis": Attribute(INT, 1)}), (11, {})])
+define("GatherND", [(11, {}), (12, {"batch_dims": Attribute(INT, 0)})])  # 13 adds bfloat16 only
+define("Tile", [(6, {})])  # Tile-1 took (input, tiles, axis): legacy, unsupported
 
 
 @adapter("Pad")
@@ -193,4 +199,45 @@ def plan_expand(ctx: NodeContext) -> Step:
     def run(x, shape):
         target = np.broadcast_shapes(x.shape, tuple(int_values(shape)))
         return (np.array(np.broadcast_to(x, target)),)
+    return run
+
+
+@adapter("Flatten")
+def plan_flatten(ctx: NodeContext) -> Step:
+    """To 2-D: [prod(shape[:axis]), prod(shape[axis:])]; axis in [0, rank], from opset 11 also [-rank, -1]."""
+    axis = ctx.attrs.get("axis", 1)
+    lowest = -1 if ctx.version.since >= 11 else 0
+
+    def run(x):
+        if not (lowest * x.ndim <= axis <= x.ndim):
+            raise UsageError(f"attribute 'axis' = {axis} is out of range for rank {x.ndim} "
+                             f"({lowest * x.ndim}..{x.ndim})")
+        position = axis + x.ndim if axis < 0 else axis
+        return (x.reshape(math.prod(x.shape[:position]), math.prod(x.shape[position:])),)
+    return run
+
+
+@adapter("GatherND")
+def plan_gather_nd(ctx: NodeContext) -> Step:
+    batch_dims = ctx.attrs.get("batch_dims", 0)
+
+    def run(data, indices):
+        if indices.dtype != np.int64:
+            raise UsageError(f"the indices are {indices.dtype}, GatherND takes int64")
+        if not 0 <= batch_dims < min(data.ndim, indices.ndim):
+            raise UsageError(f"attribute 'batch_dims' = {batch_dims} must be in 0..{min(data.ndim, indices.ndim) - 1}")
+        depth = indices.shape[-1]
+        if not 1 <= depth <= data.ndim - batch_dims:
+            raise UsageError(f"the indices' last dim {depth} must be in 1..{data.ndim - batch_dims}")
+        return (rearrange_kernels.gather_nd(data, indices, batch_dims),)
+    return run
+
+
+@adapter("Tile")
+def plan_tile(ctx: NodeContext) -> Step:
+    def run(x, repeats):
+        times = int_values(repeats)
+        if len(times) != x.ndim or any(t < 0 for t in times):
+            raise UsageError(f"repeats {times} must hold one non-negative value per input axis ({x.ndim})")
+        return (np.tile(x, times),)
     return run

@@ -1,0 +1,54 @@
+"""Element-wise IR layers beyond arithmetic -> ONNX: Sign, Negative, Exp, Log, comparisons, logical ops, Select.
+
+auto_broadcast numpy is ONNX's multidirectional broadcasting (and "none", equal shapes, a special case of it);
+Select is ONNX Where. LessEqual and GreaterEqual need ONNX LessOrEqual/GreaterOrEqual (opset 12): Not(Greater)
+would turn a NaN comparison from false into true, so older opsets are refused. NotEqual is Not(Equal), exact
+for NaN too (NaN != NaN is true in both). Exp differs for NaN (OpenVINO +inf, ONNX NaN): see `exp`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from poolir.converter.ir_to_onnx.context import Context
+from poolir.ir.element_types import dtype_of
+from poolir.ir.model import Layer
+from poolir.runtime.onnx_ops import first_opset
+
+
+def _direct(op_type: str) -> Callable[[Context, Layer], None]:
+    def convert(context: Context, layer: Layer) -> None:
+        since = first_opset(op_type)
+        context.check_opset(since, f"{layer.type} needs ONNX {op_type}, from opset {since}")
+        inputs = [context.input(layer, i) for i in range(len(layer.inputs))]
+        context.node_into(op_type, inputs, [context.name_output(layer, 0)], layer.name)
+    return convert
+
+
+def exp(context: Context, layer: Layer) -> None:
+    """OpenVINO's Exp gives +inf for NaN (runtime/ir_ops/pointwise.py), ONNX Exp NaN: Where(x == x, Exp(x), inf)
+    keeps OpenVINO's meaning (x == x is false exactly for NaN)."""
+    since = first_opset("Where")
+    context.check_opset(since, f"Exp (+inf for NaN, as OpenVINO computes it) needs ONNX Where, from opset {since}")
+    x = context.input(layer, 0)
+    dtype = dtype_of(context.input_info(layer, 0).element_type)
+    (raised,) = context.node("Exp", [x], f"{layer.name}/exp")
+    (number,) = context.node("Equal", [x, x], f"{layer.name}/not_nan")
+    infinity = context.initializer(np.array(np.inf, dtype), f"{layer.name}/inf")
+    context.node_into("Where", [number, raised, infinity], [context.name_output(layer, 0)], layer.name)
+
+
+def not_equal(context: Context, layer: Layer) -> None:
+    (equal,) = context.node("Equal", [context.input(layer, 0), context.input(layer, 1)], f"{layer.name}/equal")
+    context.node_into("Not", [equal], [context.name_output(layer, 0)], layer.name)
+
+
+CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
+    "Sign": _direct("Sign"), "Negative": _direct("Neg"), "Exp": exp, "Log": _direct("Log"),
+    "Equal": _direct("Equal"), "NotEqual": not_equal, "Less": _direct("Less"), "Greater": _direct("Greater"),
+    "LessEqual": _direct("LessOrEqual"), "GreaterEqual": _direct("GreaterOrEqual"),
+    "LogicalNot": _direct("Not"), "LogicalAnd": _direct("And"), "LogicalOr": _direct("Or"),
+    "LogicalXor": _direct("Xor"), "Select": _direct("Where"),
+}

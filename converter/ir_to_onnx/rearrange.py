@@ -1,0 +1,80 @@
+"""Rearranging IR layers -> ONNX: ShuffleChannels, GatherND-5/8, Tile.
+
+ShuffleChannels has no ONNX op: it is written as Reshape [d0..d(axis-1), group, C/group, -1] (leading dims
+copied with 0), Transpose of the two group axes, and Reshape back to Shape(x); exact, it only moves elements.
+GatherND-8 is ONNX GatherND (batch_dims from opset 12); GatherND-5 with batch_dims > 1 adds a Reshape that
+folds the batch dims into one. Tile's repeats are padded to the data rank (or the data gets leading dims of 1)
+because ONNX Tile takes exactly one repeat per axis.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from onnx import TensorProto
+
+from poolir.converter.ir_to_onnx.context import Context
+from poolir.converter.ir_to_onnx.opsets import has_attribute
+from poolir.ir.errors import ConversionError
+from poolir.ir.model import Layer
+from poolir.ir.shapes import normalize_axis, static_values
+from poolir.runtime.onnx_ops import first_opset, first_opset_with
+
+
+def shuffle_channels(context: Context, layer: Layer) -> None:
+    shape = context.input_info(layer, 0).shape
+    axis = normalize_axis(layer.attrs["axis"], len(shape))
+    group = layer.attrs["group"]
+    length = shape[axis].value
+    if length is None:
+        raise ConversionError(f"ShuffleChannels needs a static length of axis {axis}")
+    source = context.input(layer, 0)
+    split = context.int64s([0] * axis + [group, length // group, -1], f"{layer.name}/split_shape")
+    (grouped,) = context.node("Reshape", [source, split], f"{layer.name}/grouped")
+    order = list(range(axis + 3))
+    order[axis], order[axis + 1] = axis + 1, axis
+    (swapped,) = context.node("Transpose", [grouped], f"{layer.name}/swapped", perm=order)
+    (original,) = context.node("Shape", [source], f"{layer.name}/shape")
+    context.node_into("Reshape", [swapped, original], [context.name_output(layer, 0)], layer.name)
+
+
+def gather_nd(context: Context, layer: Layer) -> None:
+    batch_dims = layer.attrs["batch_dims"]
+    since = first_opset("GatherND") if batch_dims == 0 else first_opset_with("GatherND", "batch_dims")
+    context.check_opset(since, f"GatherND with batch_dims={batch_dims} needs ONNX GatherND from opset {since}")
+    indices = context.input(layer, 1)
+    if context.input_info(layer, 1).element_type != "i64":  # ONNX GatherND takes int64 indices only
+        (indices,) = context.node("Cast", [indices], f"{layer.name}/indices_i64", to=TensorProto.INT64)
+    inputs = [context.input(layer, 0), indices]
+    attrs = {"batch_dims": batch_dims} if batch_dims else {}
+    output = context.name_output(layer, 0)
+    if layer.opset >= 8 or batch_dims <= 1:
+        context.node_into("GatherND", inputs, [output], layer.name, **attrs)
+        return
+    # GatherND-5 folds the batch dims into one: reshape to the output shape inference found.
+    target = static_values(context.output_info(layer, 0).shape)
+    if target is None:
+        raise ConversionError("GatherND-5 with batch_dims > 1 needs static output dims")
+    (gathered,) = context.node("GatherND", inputs, f"{layer.name}/kept_batch", **attrs)
+    context.node_into("Reshape", [gathered, context.int64s(target, f"{layer.name}/shape")], [output], layer.name)
+
+
+def tile(context: Context, layer: Layer) -> None:
+    repeats = context.constant_ints(layer, 1, "Tile repeats")
+    rank = len(context.input_info(layer, 0).shape)
+    data = context.input(layer, 0)
+    if len(repeats) > rank:
+        axes = list(range(len(repeats) - rank))
+        if has_attribute("Unsqueeze", context.opset, "axes"):
+            (data,) = context.node("Unsqueeze", [data], f"{layer.name}/lifted", axes=axes)
+        else:
+            (data,) = context.node("Unsqueeze", [data, context.int64s(axes, f"{layer.name}/axes")],
+                                   f"{layer.name}/lifted")
+    repeats = [1] * (rank - len(repeats)) + repeats
+    context.node_into("Tile", [data, context.int64s(repeats, f"{layer.name}/repeats")],
+                      [context.name_output(layer, 0)], layer.name)
+
+
+CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
+    "ShuffleChannels": shuffle_channels, "GatherND": gather_nd, "Tile": tile,
+}

@@ -1,0 +1,73 @@
+"""IR element-wise layers beyond arithmetic (ir/ops/pointwise.py): Sign, Negative, Exp, Log, comparisons,
+logical ops and Select, with OpenVINO's semantics. Floats below f32 compute in f32 and round once."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from poolir.ir.errors import InvalidModelError
+from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
+from poolir.runtime.kernels.elementwise import unary_float
+
+
+def _shapes_equal(mode: str, arrays) -> None:
+    if mode == "none" and len({a.shape for a in arrays}) > 1:
+        raise InvalidModelError("auto_broadcast=none needs equal shapes, got "
+                                + " and ".join(str(list(a.shape)) for a in arrays))
+
+
+def _unary(function: Callable) -> Callable[[LayerInfo], LayerFn]:
+    def build(info: LayerInfo) -> LayerFn:
+        def run(args):
+            (x,) = args
+            if x.dtype.kind == "f" or x.dtype.kind == "V":
+                return (unary_float(function, x),)
+            return (np.asarray(function(x)).astype(x.dtype, copy=False),)
+        return run
+    return build
+
+
+# Sign: -1, 0 or 1, and NaN for NaN (measured: OpenVINO 2026.4 CPU gives [nan, 0, 1, -1] for
+# [nan, -0.0, 2, -inf], as onnxruntime's ONNX Sign does), which is numpy's sign.
+builder("Sign")(_unary(np.sign))
+builder("Negative")(_unary(np.negative))
+# Exp: OpenVINO 2026.4's CPU plugin gives +inf for NaN (measured: exp([nan, -inf, -1]) = [inf, 0, 0.368]);
+# ONNX Exp and numpy give NaN. The IR world follows OpenVINO; ir_to_onnx writes Where(x == x, Exp(x), inf).
+builder("Exp")(_unary(lambda x: np.where(np.isnan(x), np.inf, np.exp(x))))
+builder("Log")(_unary(np.log))
+
+
+def _binary(function: Callable) -> Callable[[LayerInfo], LayerFn]:
+    def build(info: LayerInfo) -> LayerFn:
+        mode = info.layer.attrs["auto_broadcast"]
+
+        def run(args):
+            _shapes_equal(mode, args)
+            return (np.asarray(function(*args)),)
+        return run
+    return build
+
+
+for _type, _function in (("Equal", np.equal), ("NotEqual", np.not_equal), ("Less", np.less),
+                         ("LessEqual", np.less_equal), ("Greater", np.greater), ("GreaterEqual", np.greater_equal),
+                         ("LogicalAnd", np.logical_and), ("LogicalOr", np.logical_or),
+                         ("LogicalXor", np.logical_xor)):
+    builder(_type)(_binary(_function))
+
+
+@builder("LogicalNot")
+def _logical_not(info: LayerInfo) -> LayerFn:
+    return lambda args: (np.logical_not(args[0]),)
+
+
+@builder("Select")
+def _select(info: LayerInfo) -> LayerFn:
+    mode = info.layer.attrs["auto_broadcast"]
+
+    def run(args):
+        _shapes_equal(mode, args)
+        condition, then, other = args
+        return (np.where(condition.astype(bool, copy=False), then, other).astype(then.dtype, copy=False),)
+    return run

@@ -1,0 +1,48 @@
+"""IR rearranging layers (ir/ops/rearrange.py): ShuffleChannels, GatherND-5/8, Tile, OpenVINO's semantics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from poolir.ir.errors import InvalidModelError
+from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder, int_list
+from poolir.runtime.kernels.rearrange import gather_nd, shuffle_channels
+
+
+@builder("ShuffleChannels")
+def _shuffle_channels(info: LayerInfo) -> LayerFn:
+    axis, group = info.layer.attrs["axis"], info.layer.attrs["group"]
+
+    def run(args):
+        (x,) = args
+        if not -x.ndim <= axis < x.ndim or x.shape[axis % x.ndim] % group:
+            raise InvalidModelError(f"axis {axis} of shape {list(x.shape)} does not split into {group} groups")
+        return (shuffle_channels(x, axis % x.ndim, group),)
+    return run
+
+
+@builder("GatherND")
+def _gather_nd(info: LayerInfo) -> LayerFn:
+    batch_dims = info.layer.attrs["batch_dims"]
+    version = 8 if info.layer.opset >= 8 else 5
+
+    def run(args):
+        data, indices = args
+        result = gather_nd(data, indices, batch_dims)
+        if version < 8 and batch_dims > 1:  # GatherND-5 folds the batch dims into one
+            result = result.reshape((math.prod(result.shape[:batch_dims]),) + result.shape[batch_dims:])
+        return (result,)
+    return run
+
+
+@builder("Tile")
+def _tile(info: LayerInfo) -> LayerFn:
+    def run(args):
+        data, repeats = args
+        times = int_list(repeats, "Tile repeats")
+        if any(t < 0 for t in times):
+            raise InvalidModelError(f"Tile repeats {times} must not be negative")
+        return (np.tile(data, times),)  # numpy pads the shorter of repeats and the shape with leading 1s
+    return run
