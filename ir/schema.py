@@ -81,16 +81,14 @@ def unknown_layer_types(layers: Any, handled: Callable[[Any], bool] | None = Non
     return counts
 
 
-def refuse_unknown_layers(layers: Any, file: str | None = None, handled: Callable[[Any], bool] | None = None,
-                          supported: str = "") -> None:
+def refuse_unknown_layers(layers: Any, file: str | None = None, handled: Callable[[Any], bool] | None = None) -> None:
     """Raise one UnsupportedError listing every unknown (or unhandled) layer type once, with its count:
-    "unsupported layer types: Foo-opset3 (2 layers), Bar-opset1". `supported` is appended as the list of
-    what the caller does support."""
+    "unsupported layer types: Foo-opset3 (2 layers), Bar-opset1". (The supported list, 70 types and growing, is
+    the README's; in a message it buried the few names that matter.)"""
     counts = unknown_layer_types(layers, handled)
     if counts:
         listed = ", ".join(key if n == 1 else f"{key} ({n} layers)" for key, n in counts.items())
-        raise UnsupportedError(f"unsupported layer types: {listed}" + (f" (supported: {supported})" if supported
-                                                                       else ""), file=file)
+        raise UnsupportedError(f"unsupported layer types: {listed}", file=file)
 
 
 def first_version_with(layer_type: str, attr: str) -> int | None:

@@ -22,7 +22,7 @@ from typing import Mapping
 import numpy as np
 
 from poolir.ir.element_types import dtype_of
-from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, layer_label
+from poolir.ir.errors import InvalidModelError, PoolirError, layer_label
 from poolir.ir.infer import infer_with_inputs
 from poolir.ir.model import Layer, Model
 from poolir.ir.schema import refuse_unknown_layers
@@ -112,7 +112,7 @@ class IRProgram:
         # Unknown types and versions (kept by the reader, ir.schema.is_known) and known types without an
         # executor, each type once with its count.
         refuse_unknown_layers(layers, self.file, lambda layer: layer.type in EXECUTOR_LAYER_TYPES
-                              or layer.type in BUILDERS, ", ".join(supported_layer_types()))
+                              or layer.type in BUILDERS)
 
     def _plan_parameter(self, layer: Layer, outputs: tuple[int, ...]) -> None:
         port = layer.outputs[0]

@@ -21,8 +21,7 @@ def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET) -> onnx.ModelPro
         raise UsageError(f"opset {opset} is not supported (supported: {OLDEST_WRITTEN_OPSET}..{NEWEST_WRITTEN_OPSET})")
     # Every layer type without a conversion at once (unknown types and versions included), before inference.
     refuse_unknown_layers(model.layers, model.source,
-                          lambda layer: layer.type in CONVERTERS or layer.type in FOLDS,
-                          ", ".join(sorted(CONVERTERS)))
+                          lambda layer: layer.type in CONVERTERS or layer.type in FOLDS)
     inference = infer_model(model)
     context = Context(model, inference, opset)
     for layer in inference.order:

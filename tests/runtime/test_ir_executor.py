@@ -254,8 +254,7 @@ def test_unsupported_layers_are_listed_at_once():
         IRProgram(model)
     message = str(error.value)
     # each type once, with its count when there is more than one (ir.schema.refuse_unknown_layers)
-    assert message.startswith("hand.xml: unsupported layer types: Erf-opset1, Frobnicate-opset99 (supported: ")
-    assert "AvgPool" in message  # the supported list
+    assert message == "hand.xml: unsupported layer types: Erf-opset1, Frobnicate-opset99"
 
 
 def test_cycle_is_refused():
