@@ -23,13 +23,12 @@ from poolir.ir.errors import InvalidModelError, PoolirError, as_model_error
 from poolir.ir.limits import check_inferred_size
 from poolir.ir.model import Layer, Model, Shape, shape_str, static_shape
 from poolir.ir.ops import SHAPE_RULES
-from poolir.ir.ops.pooling import pool_windows_of  # re-exported: its home before ir/ops (compatibility)
 from poolir.ir.schema import is_known, op_version
 from poolir.ir.shapes import TensorInfo
 from poolir.ir.validate import topological_order
 
 __all__ = ["Inference", "ShapeWarning", "TensorInfo", "check", "infer_layer", "infer_model", "infer_with_inputs",
-           "pool_windows_of"]
+           ]
 
 
 @dataclass(frozen=True, slots=True)

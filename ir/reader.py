@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +22,12 @@ from poolir.ir.element_types import DTYPES, PRECISIONS
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, as_model_error, layer_label
 from poolir.ir.files import read_regular
 from poolir.ir.infer import infer_model
-from poolir.ir.limits import MAX_ELEMENTS, check_declared_size
+from poolir.ir.limits import check_declared_size
 from poolir.ir.model import IR_VERSIONS, IR_VERSIONS_TEXT, Edge, Layer, Model, Port, Shape
 from poolir.ir.schema import known_op_version, parse_attrs
 from poolir.ir.validate import validate_graph
 
-# MAX_ELEMENTS lives in ir.limits; it is re-exported here, its home before, for compatibility.
-__all__ = ["MAX_ELEMENTS", "join_names", "parse_model", "parse_xml_safely", "read_model"]
+__all__ = ["join_names", "parse_model", "parse_xml_safely", "read_model"]
 
 # Attributes of a <layer> element that are its identity; any others (OpenVINO 2025+ writes
 # `output_names` on Result) are kept verbatim in Layer.element_attrs.

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from poolir.ir.attributes import OpVersion, parse_dim  # parse_dim: re-exported, its home before (compatibility)
+from poolir.ir.attributes import OpVersion
 from poolir.ir.errors import UnsupportedError, UsageError
 from poolir.ir.model import opset_number
 from poolir.ir.ops import SCHEMAS
 
 __all__ = [
     "LATEST_OPSET", "SCHEMAS", "first_version_allowing", "first_version_with", "format_attrs", "is_known",
-    "known_op_version", "normalize_attrs", "op_version", "parse_attrs", "parse_dim", "refuse_unknown_layers",
+    "known_op_version", "normalize_attrs", "op_version", "parse_attrs", "refuse_unknown_layers",
     "supported_types", "supported_versions", "unknown_layer_types",
 ]
 

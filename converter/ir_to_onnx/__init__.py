@@ -21,12 +21,6 @@ from poolir.converter.element_types import ONNX_ELEMENT_TYPES
 from poolir.converter.ir_to_onnx.driver import ir_to_onnx
 from poolir.converter.ir_to_onnx.opsets import (NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPSET, ONNX_IR_VERSION,
                                                 WRITABLE_OPSETS)
-from poolir.converter.ir_to_onnx.registry import CONVERTERS as _CONVERTERS
 
-# Earlier names, kept while callers move: the newest and oldest opsets poolir WRITES (not the newest it
-# reads, runtime.onnx_model.MAX_OPSET).
-MAX_OPSET = NEWEST_WRITTEN_OPSET
-MIN_OPSET = OLDEST_WRITTEN_OPSET
-
-__all__ = ["MAX_OPSET", "MIN_OPSET", "NEWEST_WRITTEN_OPSET", "OLDEST_WRITTEN_OPSET", "ONNX_ELEMENT_TYPES",
-           "ONNX_IR_VERSION", "WRITABLE_OPSETS", "_CONVERTERS", "ir_to_onnx"]
+__all__ = ["NEWEST_WRITTEN_OPSET", "OLDEST_WRITTEN_OPSET", "ONNX_ELEMENT_TYPES", "ONNX_IR_VERSION", "WRITABLE_OPSETS",
+           "ir_to_onnx"]

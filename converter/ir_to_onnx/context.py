@@ -10,7 +10,8 @@ from onnx import helper, numpy_helper
 
 from poolir.converter.element_types import onnx_element_type
 from poolir.ir.errors import ConversionError
-from poolir.ir.infer import Inference, TensorInfo
+from poolir.ir.infer import Inference
+from poolir.ir.shapes import TensorInfo
 from poolir.ir.model import Layer, Model, Port
 
 

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.pool_windows import check_element_type

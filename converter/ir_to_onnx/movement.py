@@ -14,7 +14,7 @@ from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import first_opset_where, has_attribute
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
-from poolir.ir.infer import TensorInfo
+from poolir.ir.shapes import TensorInfo
 from poolir.ir.model import Layer
 from poolir.runtime.onnx_ops import first_opset, first_opset_with
 

@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from poolir.runtime.onnx_ops import OP_VERSIONS, OpVersion, op_version
+from poolir.runtime.onnx_ops import OP_VERSIONS, OnnxOpVersion, op_version
 
 # The opsets poolir WRITES: 7 is the first with today's broadcasting and attribute semantics for every op
 # the converters emit, 22 the newest whose every op version the converters were checked against. (The
@@ -21,7 +21,7 @@ WRITABLE_OPSETS = range(OLDEST_WRITTEN_OPSET, NEWEST_WRITTEN_OPSET + 1)
 ONNX_IR_VERSION = 10  # every opset up to 22 is valid in ONNX IR version 10, which onnxruntime reads
 
 
-def first_opset_where(op_type: str, condition: Callable[[OpVersion], bool]) -> int | None:
+def first_opset_where(op_type: str, condition: Callable[[OnnxOpVersion], bool]) -> int | None:
     """The first opset whose row for `op_type` meets `condition`, or None."""
     return next((row.since for row in OP_VERSIONS.get(op_type, ()) if condition(row)), None)
 

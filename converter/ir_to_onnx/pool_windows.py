@@ -1,6 +1,6 @@
 """The ONNX pooling attributes that reproduce OpenVINO's windows for an AvgPool/MaxPool layer, or a refusal.
 
-OpenVINO's windows come from ir.infer.pool_windows_of; the facts about how OpenVINO pools are listed in
+OpenVINO's windows come from ir.ops.pooling.pool_windows_of; the facts about how OpenVINO pools are listed in
 onnx_to_ir/pooling.py (the same facts, read in the other direction). The rules:
 - rounding: OpenVINO's window count N per axis is matched by ceil_mode=0 (N = floor count), by
   ceil_mode=1 (N = ceil_torch count, from the opset with ceil_mode), or, where only the padding values are
@@ -28,7 +28,7 @@ from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.geometry import (AxisWindow, axis_specs, covering_pad_end, keeps_a_window_ceil_torch_drops,
                                 overhang_possible, overhangs, rounding_matters_with_same_pads, smallest_pad_end,
                                 spec_of)
-from poolir.ir.infer import pool_windows_of
+from poolir.ir.ops.pooling import pool_windows_of
 from poolir.ir.model import Layer
 from poolir.runtime.onnx_ops import first_opset_with, op_version
 

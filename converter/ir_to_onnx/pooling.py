@@ -23,7 +23,7 @@ from poolir.converter.ir_to_onnx.pool_windows import (OnnxWindows, check_element
 from poolir.converter.ir_to_onnx.reduction import reduction_axes
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
-from poolir.ir.infer import pool_windows_of
+from poolir.ir.ops.pooling import pool_windows_of
 from poolir.ir.model import Layer
 from poolir.runtime.ir_ops import openvino_max_floor
 from poolir.runtime.onnx_ops import first_opset, first_opset_with

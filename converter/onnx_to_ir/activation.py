@@ -59,9 +59,7 @@ def leaky_relu(node: OnnxNode) -> list[Value]:
 
 
 def prelu(node: OnnxNode) -> list[Value]:
-    if len(node.inputs) != 2 or node.inputs[1] is None:
-        raise InvalidModelError(f"{node.version.label} takes two inputs (X, slope), got {len(node.inputs)}")
-    x, slope = node.inputs
+    x, slope = node.checked_inputs(2, 2)
     node.attributes()
     node.check_element_type(x)
     if slope.element_type != x.element_type:

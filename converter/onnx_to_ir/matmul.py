@@ -36,9 +36,7 @@ def _matmul_shape(a: tuple, b: tuple) -> tuple:
 
 
 def matmul(node: OnnxNode) -> list[Value]:
-    if len(node.inputs) != 2:
-        raise InvalidModelError(f"{node.version.label} takes 2 inputs, got {len(node.inputs)}")
-    a, b = node.inputs
+    a, b = node.checked_inputs(2, 2)
     node.attributes()
     node.check_element_type(a)
     if a.element_type != b.element_type:

@@ -53,7 +53,7 @@ class OnnxNode:
     being built. A converter checks its own arity (single_input) and returns one Value per node output."""
 
     node: onnx.NodeProto
-    version: onnx_ops.OpVersion
+    version: onnx_ops.OnnxOpVersion
     inputs: list[Value | None]  # None: an optional input left out (an empty name)
     name: str  # the name of the IR layer it becomes (derived layers append "/..." to it)
     builder: GraphBuilder

@@ -6,7 +6,7 @@ operators mean. Every rule below was found by running OpenVINO and is pinned by
 tests/runtime/test_ir_pooling_vs_openvino.py; the evidence (an input and OpenVINO's output) sits next
 to the code that implements the rule. In short:
 
-Geometry (implemented once, by `ir.infer.pool_windows_of`, which IR shape inference uses too):
+Geometry (implemented once, by `ir.ops.pooling.pool_windows_of`, which IR shape inference uses too):
   G1 explicit pads: out = floor/ceil((L + pb + pe - ek) / s) + 1; `ceil` keeps a last window that starts
      in (or past) the right padding, `ceil_torch` drops it.
   G2 same_upper / same_lower: pads from `ir.geometry.same_pads`, but the layer's rounding_type still
@@ -49,7 +49,7 @@ import numpy as np
 
 from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
 from poolir.ir.geometry import AxisWindow
-from poolir.ir.infer import pool_windows_of
+from poolir.ir.ops.pooling import pool_windows_of
 from poolir.ir.model import Layer
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
 from poolir.runtime.kernels.pooling import IndexLayout, avg_pool, max_pool
@@ -67,7 +67,7 @@ INDEX_TYPES = {"i32": np.dtype(np.int32), "i64": np.dtype(np.int64)}
 class _WindowCache:
     """Windows depend only on the spatial input dims: resolve them once per distinct input shape.
 
-    The windows are `ir.infer.pool_windows_of`, the one implementation of OpenVINO's geometry (rules
+    The windows are `ir.ops.pooling.pool_windows_of`, the one implementation of OpenVINO's geometry (rules
     G1-G4), shared with IR shape inference.
     """
 

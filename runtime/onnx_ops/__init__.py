@@ -26,10 +26,7 @@ from poolir.runtime.onnx_ops.registry import (ADAPTERS, OP_VERSIONS, NodeContext
 
 check_adapters_match_tables(OP_VERSIONS, ADAPTERS)
 
-# The name the converter used before ir.schema's OpVersion and this one were told apart; kept while the
-# converter moves over.
-OpVersion = OnnxOpVersion
 
-__all__ = ["ADAPTERS", "NodeContext", "OP_VERSIONS", "OnnxOpVersion", "OnnxPool", "OpVersion", "POOLING_OPS",
+__all__ = ["ADAPTERS", "NodeContext", "OP_VERSIONS", "OnnxOpVersion", "OnnxPool", "POOLING_OPS",
            "attribute_value", "check_dtype", "constant_value", "empty_max_value", "first_opset", "first_opset_with",
            "global_p", "normalize_attributes", "onnx_dtype", "onnx_pool", "op_version"]

@@ -86,42 +86,26 @@ def _checked(ctx: NodeContext, function) -> Step:
     return run
 
 
-@adapter("Relu")
-def plan_relu(ctx: NodeContext) -> Step:
-    step = _checked(ctx, relu)
+def _one_input(ctx: NodeContext, function) -> Step:
+    """A checked step of exactly one input (the executor reads a step's arity from its signature)."""
+    step = _checked(ctx, function)
     return lambda x: step(x)
 
 
-@adapter("Sigmoid")
-def plan_sigmoid(ctx: NodeContext) -> Step:
-    step = _checked(ctx, sigmoid)
-    return lambda x: step(x)
+# The one-input activations whose only parameters are attributes: op -> the kernel for a node's attributes.
+_ONE_INPUT = {
+    "Relu": lambda attrs: relu,
+    "Sigmoid": lambda attrs: sigmoid,
+    "Tanh": lambda attrs: tanh,
+    "HardSigmoid": lambda attrs: lambda x: hard_sigmoid(x, attrs["alpha"], attrs["beta"]),
+    "HardSwish": lambda attrs: hard_swish,
+    "LeakyRelu": lambda attrs: lambda x: leaky_relu(x, attrs["alpha"]),
+}
 
 
-@adapter("Tanh")
-def plan_tanh(ctx: NodeContext) -> Step:
-    step = _checked(ctx, tanh)
-    return lambda x: step(x)
-
-
-@adapter("HardSigmoid")
-def plan_hard_sigmoid(ctx: NodeContext) -> Step:
-    alpha, beta = ctx.attrs["alpha"], ctx.attrs["beta"]
-    step = _checked(ctx, lambda x: hard_sigmoid(x, alpha, beta))
-    return lambda x: step(x)
-
-
-@adapter("HardSwish")
-def plan_hard_swish(ctx: NodeContext) -> Step:
-    step = _checked(ctx, hard_swish)
-    return lambda x: step(x)
-
-
-@adapter("LeakyRelu")
-def plan_leaky_relu(ctx: NodeContext) -> Step:
-    alpha = ctx.attrs["alpha"]
-    step = _checked(ctx, lambda x: leaky_relu(x, alpha))
-    return lambda x: step(x)
+@adapter(*_ONE_INPUT)
+def plan_one_input_activation(ctx: NodeContext) -> Step:
+    return _one_input(ctx, _ONE_INPUT[ctx.version.op_type](ctx.attrs))
 
 
 def _bound(value, x: np.ndarray, what: str):
@@ -140,8 +124,7 @@ def _bound(value, x: np.ndarray, what: str):
 def plan_clip(ctx: NodeContext) -> Step:
     if first_attribute_row(ctx):
         low, high = ctx.attrs.get("min"), ctx.attrs.get("max")
-        step = _checked(ctx, lambda x: clip(x, low, high))
-        return lambda x: step(x)
+        return _one_input(ctx, lambda x: clip(x, low, high))
     step = _checked(ctx, lambda x, low, high: clip(x, _bound(low, x, "min"), _bound(high, x, "max")))
     return lambda x, low=None, high=None: step(x, low, high)
 
@@ -163,8 +146,7 @@ def plan_softmax(ctx: NodeContext) -> Step:
             raise UsageError(f"axis {axis} is out of range for an input of rank {rank}")
         chosen = axis % rank
         return softmax_coerced(x, chosen, log) if coerced else softmax(x, chosen, log)
-    step = _checked(ctx, run)
-    return lambda x: step(x)
+    return _one_input(ctx, run)
 
 
 def softmax_along_axis(op_type: str, since: int) -> bool:

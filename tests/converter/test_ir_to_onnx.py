@@ -257,7 +257,7 @@ def test_dynamic_length_ceil_that_may_keep_a_padding_window_is_refused():
 
 
 def test_every_layer_type_the_ir_package_reads_has_a_conversion():
-    from poolir.converter.ir_to_onnx import _CONVERTERS
+    from poolir.converter.ir_to_onnx.registry import CONVERTERS as _CONVERTERS
     from poolir.ir.schema import SCHEMAS
 
     assert set(SCHEMAS) == set(_CONVERTERS)

@@ -15,7 +15,8 @@ from poolir import ir
 from poolir.ir.builder import GraphBuilder
 from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
 from poolir.ir.model import Dim
-from poolir.ir.schema import op_version, parse_dim
+from poolir.ir.attributes import parse_dim
+from poolir.ir.schema import op_version
 from tests.peers import openvino_core
 
 POOL_XML = """<?xml version="1.0"?>
