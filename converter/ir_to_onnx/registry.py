@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.ir_to_onnx import activation, convolution, elementwise, io, matmul, movement, normalization, pointwise, pooling, rearrange, reduction
+from poolir.converter.ir_to_onnx import (activation, convolution, elementwise, io, matmul, movement, normalization,
+                                         pointwise, pooling, rearrange, reduction)
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.registry import RegistryError, check_coverage, merge_families
 from poolir.ir.model import Layer

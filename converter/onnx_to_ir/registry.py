@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.onnx_to_ir import activation, convolution, elementwise, matmul, movement, normalization, pooling, reduction
+from poolir.converter.onnx_to_ir import (activation, convolution, elementwise, matmul, movement, normalization,
+                                         pooling, reduction)
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.registry import check_coverage, merge_families
 from poolir.runtime.onnx_ops import OP_VERSIONS

@@ -24,10 +24,12 @@ from __future__ import annotations
 from types import ModuleType
 
 from poolir.ir.attributes import OpVersion
-from poolir.ir.ops import activation, convolution, elementwise, io, matmul, movement, normalization, pointwise, pooling, rearrange, reduction
+from poolir.ir.ops import (activation, convolution, elementwise, io, matmul, movement, normalization, pointwise,
+                           pooling, rearrange, reduction)
 from poolir.ir.registry import ShapeRule, check_coverage, index_schema_rows, merge_shape_rules
 
-FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, reduction, convolution, matmul, normalization, activation, pointwise, rearrange)
+FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, reduction, convolution, matmul,
+                                    normalization, activation, pointwise, rearrange)
 
 # layer type -> its op versions, oldest first
 SCHEMAS: dict[str, tuple[OpVersion, ...]] = index_schema_rows(row for family in FAMILIES for row in family.SCHEMA_ROWS)

@@ -20,7 +20,8 @@ fails here, naming the type.
 """
 
 from poolir.ir.schema import SCHEMAS
-from poolir.runtime.ir_ops import activation, convolution, elementwise, matmul, movement, normalization, pointwise, pooling, rearrange, reduction  # noqa: F401  (they register)
+from poolir.runtime.ir_ops import (activation, convolution, elementwise, matmul, movement, normalization,
+                                   pointwise, pooling, rearrange, reduction)  # noqa: F401  (they register)
 from poolir.runtime.ir_ops.pooling import AvgPoolOp, MaxPoolOp, openvino_max_floor
 from poolir.runtime.ir_ops.registry import BUILDERS, check_builders_match_schemas, supported_layer_types
 
