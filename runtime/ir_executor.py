@@ -3,7 +3,8 @@
 The constructor validates the graph and plans it once: a topological order, one closure per layer
 (attributes read, versions resolved and constants converted here, never per run), and a slot for
 every tensor. `execute` only walks the plan, and frees each intermediate tensor after its last reader.
-What depends on the input shape (pooling windows) is cached by shape inside the pooling ops (runtime.ir_ops.pooling), so dynamic dims cost one resolution each.
+What depends on the input shape (pooling windows) is cached by shape inside the pooling ops
+(runtime.ir_ops.pooling), so dynamic dims cost one resolution each.
 
 Names: each Parameter is fed by the tensor name of its output port (the first of `names`, IR v11),
 falling back to the layer name; each Result is returned under the tensor name of the port feeding it,

@@ -14,8 +14,8 @@ Where the meanings differ (pinned in tests/converter/test_activation_converters.
   HardSigmoid 1. Conversions are exact for inputs without NaN (and, for Softmax, without +inf).
 - HardSwish: OpenVINO's CPU HSwish computes ONNX HardSwish's formula bit for bit (its spec's formula,
   x * min(max(x + 3, 0), 6) / 6, would differ by up to 1024 ulps near x = -3; runtime/kernels/activation.py).
-- OpenVINO's own frontend is wrong for Softmax-11 (opsets 11 and 12) only: it writes SoftMax along `axis` with no coercion to 2-D, so on a (2, 3, 4, 5) input with axis 1 its
-  result differs from onnxruntime's by 0.98 (N(0, 3) input); Softmax-1 (opsets 1 to 10) and LogSoftmax-1/11
+- OpenVINO's own frontend is wrong for Softmax-11 (opsets 11 and 12) only: it writes SoftMax along `axis`
+  with no coercion to 2-D, so on a (2, 3, 4, 5) input with axis 1 its result differs from onnxruntime's by 0.98 (N(0, 3) input); Softmax-1 (opsets 1 to 10) and LogSoftmax-1/11
   it coerces correctly. poolir coerces for every version before 13.
 - PRelu: OpenVINO's PReLU applies a 1-D slope of length dim 1 along the channels; ONNX broadcasts numpy-style
   (a 1-D slope along the LAST axis). A 1-D slope that OpenVINO would read as per-channel, where ONNX does
