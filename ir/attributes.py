@@ -124,7 +124,9 @@ INT = AttrKind("int", _parse_int, lambda v: str(int(v)))
 INTS = AttrKind("ints", _parse_ints, _format_ints)
 BOOL = AttrKind("bool", _parse_bool, lambda v: "true" if v else "false")
 STR = AttrKind("str", lambda text: text, str)
-FLOAT = AttrKind("float", _parse_float, repr)
+# OpenVINO writes a float attribute as a C++ double with 17 significant digits (%.17g: alpha 1e-4 held as a
+# float32 is "9.9999997473787516e-05", 1.0 is "1"), so that is how poolir writes one back.
+FLOAT = AttrKind("float", _parse_float, lambda value: "%.17g" % value)
 ELEMENT_TYPE = AttrKind("element_type", _parse_element_type, str)
 PARTIAL_SHAPE = AttrKind("partial_shape", _parse_partial_shape, _format_partial_shape)
 STATIC_SHAPE = AttrKind("static_shape", _parse_static_shape, lambda shape: _format_ints(d.min for d in shape))
