@@ -14,6 +14,7 @@ import onnx
 import pytest
 
 from tests.networks import torchvision, zoo
+from tests.networks.torchvision import input_feeds, proto_of as _proto
 from tests.networks.peers import (agree, ir_layer_types, onnxruntime_runner, openvino_ir_of, rtol_for,
                                   run_onnxruntime, run_openvino_onnx, run_openvino_xml)
 
@@ -42,28 +43,8 @@ IR_LAYERS = frozenset({
 ZOO_IR_LAYERS = frozenset({("LRN", "opset1"), ("ShuffleChannels", "opset1")})
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """build(name, style) -> the model (ModelProto or path), built once per module run."""
-    folder = tmp_path_factory.mktemp("networks")
-    cache = {}
-
-    def build(name: str, style: str):
-        if (name, style) not in cache:
-            cache[name, style] = torchvision.build(name, style, seed=0, folder=folder)
-        return cache[name, style]
-
-    return build
-
-
-def _proto(model) -> onnx.ModelProto:
-    return model if isinstance(model, onnx.ModelProto) else onnx.load(model)
-
-
 def _feeds(model, seed=INPUT_SEED) -> dict[str, np.ndarray]:
-    (x,) = _proto(model).graph.input
-    shape = [dim.dim_value for dim in x.type.tensor_type.shape.dim]
-    return {x.name: np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
+    return input_feeds(model, seed)
 
 
 def _check(model) -> None:

@@ -30,6 +30,7 @@ import pytest
 from poolir import ir, runtime
 from poolir.ir.errors import UnsupportedError
 from tests.networks import torchvision, zoo
+from tests.networks.torchvision import input_feeds, proto_of as _proto
 from tests.networks.peers import agree, onnxruntime_runner, openvino_ir_of, run_onnxruntime, run_openvino_xml
 
 STYLES = torchvision.styles()
@@ -37,28 +38,8 @@ INPUT_SEED = 20261
 IR_FORMS = {"f32": False, "f16": True}  # name -> compress_to_fp16
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """build(name, style) -> the model (ModelProto, or the path of a .onnx with external data), built once."""
-    folder = tmp_path_factory.mktemp("poolir_networks")
-    cache = {}
-
-    def build(name: str, style: str):
-        if (name, style) not in cache:
-            cache[name, style] = torchvision.build(name, style, seed=0, folder=folder)
-        return cache[name, style]
-
-    return build
-
-
-def _proto(model) -> onnx.ModelProto:
-    return model if isinstance(model, onnx.ModelProto) else onnx.load(model)
-
-
 def _feeds(model, seed=INPUT_SEED) -> dict[str, np.ndarray]:
-    (x,) = _proto(model).graph.input
-    shape = [dim.dim_value for dim in x.type.tensor_type.shape.dim]
-    return {x.name: np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
+    return input_feeds(model, seed)
 
 
 def _poolir(model, feeds) -> dict[str, np.ndarray]:

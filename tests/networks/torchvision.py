@@ -32,6 +32,9 @@ rounding_type="ceil", keeps it and fills it with the lowest float).
 
 from __future__ import annotations
 
+import numpy as np
+import onnx
+
 from tests.networks import layers as L
 from tests.networks.builder import STYLES, Net
 
@@ -341,3 +344,15 @@ def _finish(net: Net, output: str, folder, *more_outputs: str):
     for name in (output, *more_outputs):
         net.output(name)
     return net.finish(folder)
+
+
+def proto_of(model) -> onnx.ModelProto:
+    """The ModelProto of what build() returned (the torchscript style's proto, or the dynamo style's path)."""
+    return model if isinstance(model, onnx.ModelProto) else onnx.load(model)
+
+
+def input_feeds(model, seed: int) -> dict[str, np.ndarray]:
+    """A seeded standard-normal feed for the network's one input `x`."""
+    (x,) = proto_of(model).graph.input
+    shape = [dim.dim_value for dim in x.type.tensor_type.shape.dim]
+    return {x.name: np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
