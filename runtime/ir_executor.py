@@ -68,6 +68,7 @@ class IRProgram:
         self.outputs: list[str] = []
         self._results: list[tuple[str, int]] = []
         self._steps: list[_Step] = []
+        folded: set[int] = set()  # ids of layers OpenVINO computes at compile time (LayerInfo.folded)
         for layer in order:
             where = layer_label(layer.name, layer.id, layer.type)
             try:
@@ -80,8 +81,12 @@ class IRProgram:
                 elif layer.type == "Result":
                     self._plan_result(layer, producers[(layer.id, layer.inputs[0].id)], layers, inputs)
                 else:
+                    sources = [layers[producers[(layer.id, p.id)][0]] for p in layer.inputs]
+                    if _folded_by_openvino(layer, sources, folded):
+                        folded.add(layer.id)
                     info = LayerInfo(layer, frozenset(i for i, port in enumerate(layer.outputs)
-                                                       if (layer.id, port.id) in consumed))
+                                                       if (layer.id, port.id) in consumed), layer.id in folded,
+                                     frozenset(i for i, s in enumerate(sources) if s.type == "Const" or s.id in folded))
                     self._steps.append(_Step(layer, BUILDERS[layer.type](info), inputs, outputs))
             except PoolirError as error:
                 raise error.located(file=self.file, where=where) from None
@@ -190,6 +195,14 @@ class IRProgram:
             aliased = slot in self._constants or slot in self._feed_slots or not value.flags.owndata
             outputs[name] = value.copy() if aliased else value
         return outputs
+
+
+def _folded_by_openvino(layer: Layer, sources: list[Layer], folded: set[int]) -> bool:
+    """Whether OpenVINO's constant folding computes `layer` when it compiles the model: every input is a
+    Const or folded itself, or the layer is a ShapeOf of an input whose (declared) dims are all static."""
+    if layer.type == "ShapeOf" and layer.inputs:
+        return all(dim.is_static for dim in layer.inputs[0].shape)
+    return bool(sources) and all(source.type == "Const" or source.id in folded for source in sources)
 
 
 __all__ = ["IRProgram", "supported_layer_types"]

@@ -10,7 +10,7 @@ import numpy as np
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
-from poolir.runtime.kernels.elementwise import divide, modulo, power, unary_float
+from poolir.runtime.kernels.elementwise import divide, modulo, openvino_cpu_integer, power, unary_float
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
 
@@ -41,19 +41,36 @@ def _in_work_precision(function):
     return run
 
 
+_CPU_INTEGER_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def _as_cpu_plugin(info: LayerInfo, function):
+    """i32/i64 arithmetic on run-time values as OpenVINO's CPU plugin computes it (i64 runs as i32, Divide
+    and FloorMod through float32: kernels.elementwise.openvino_cpu_integer); `function` otherwise. A layer
+    OpenVINO folds at compile time (LayerInfo.folded) gets its reference implementation: `function`."""
+    if info.folded:
+        return function
+
+    def run(a, b):
+        if a.dtype in _CPU_INTEGER_TYPES:
+            return openvino_cpu_integer(info.layer.type, a, b, (0 in info.constant_inputs, 1 in info.constant_inputs))
+        return function(a, b)
+    return run
+
+
 @builder("Add")
 def _add(info):
-    return _broadcasting(info, _in_work_precision(np.add))
+    return _broadcasting(info, _as_cpu_plugin(info, _in_work_precision(np.add)))
 
 
 @builder("Subtract")
 def _subtract(info):
-    return _broadcasting(info, _in_work_precision(np.subtract))
+    return _broadcasting(info, _as_cpu_plugin(info, _in_work_precision(np.subtract)))
 
 
 @builder("Multiply")
 def _multiply(info):
-    return _broadcasting(info, _in_work_precision(np.multiply))
+    return _broadcasting(info, _as_cpu_plugin(info, _in_work_precision(np.multiply)))
 
 
 @builder("Maximum")
@@ -80,10 +97,11 @@ def _power(info):
 @builder("Divide")
 def _divide(info):
     # Integer division floors with m_pythondiv=true (the default) and truncates with false, as OpenVINO's
-    # Divide-1 spec and its reference implementation say. OpenVINO is not consistent with itself here:
-    # constant folding (the reference) floors, i32 [-7, 7] / [2, -2] -> [-4, -4], but the CPU plugin's
-    # runtime kernel truncates, -> [-3, -3]. poolir follows the spec and the reference; the deviation is
-    # pinned in tests/runtime/test_ir_executor.py. (poolir's own converter only divides non-negative indices.)
+    # Divide-1 spec and its reference implementation say, and that is what OpenVINO computes when it folds
+    # the layer (constant inputs): i32 [-7, 7] / [2, -2] -> [-4, -4]. On run-time inputs its CPU plugin
+    # instead divides in float32 and truncates, whatever m_pythondiv says: [-7, 7] / [2, -2] -> [-3, -3],
+    # and inexact past 2**24 (kernels.elementwise.openvino_cpu_integer). poolir computes what OpenVINO
+    # computes in each case; both are pinned in tests/runtime/test_ir_integer_arithmetic.py.
     floor = bool(info.layer.attrs.get("m_pythondiv", True))
 
     def quotient(a, b):
@@ -91,13 +109,14 @@ def _divide(info):
             return _in_work_precision(np.divide)(a, b)
         return np.floor_divide(a, b) if floor else divide(a, b)
 
-    return _broadcasting(info, quotient)
+    return _broadcasting(info, _as_cpu_plugin(info, quotient))
 
 
 @builder("FloorMod")
 def _floor_mod(info):
-    # FloorMod: the result has the sign of the divisor (Python's %), for integers and floats.
-    return _broadcasting(info, lambda a, b: modulo(a, b, fmod=False))
+    # FloorMod: the result has the sign of the divisor (Python's %), for integers and floats; on run-time
+    # i32/i64 inputs OpenVINO's CPU plugin computes it in float32 (inexact past 2**24).
+    return _broadcasting(info, _as_cpu_plugin(info, lambda a, b: modulo(a, b, fmod=False)))
 
 
 def _unary(function) -> Callable[[LayerInfo], LayerFn]:

@@ -33,6 +33,10 @@ class LayerInfo:
 
     layer: Layer
     used_outputs: frozenset[int]  # indices of output ports something consumes
+    # OpenVINO computes the layer when it compiles the model (constant folding: every input a Const, or
+    # ShapeOf of static dims, transitively), with its reference implementation, not the CPU plugin's kernel.
+    folded: bool = False
+    constant_inputs: frozenset[int] = frozenset()  # input ports whose values OpenVINO knows when compiling
 
 
 Builder = Callable[[LayerInfo], LayerFn]

@@ -153,18 +153,12 @@ def test_integer_divide_floors_with_python_division(tmp_path):
     assert result.tolist() == FLOORED
 
 
-def test_integer_divide_cpu_plugin_deviation_is_pinned(tmp_path):
-    # The same Divide on a runtime input: OpenVINO's CPU kernel truncates (a plugin deviation from its
-    # own spec and reference, see runtime/ir_executor.py); poolir floors. If this starts failing,
-    # OpenVINO changed: revisit the decision.
-    from tests.peers import openvino_run_xml
-    from tests.runtime.ir_cases import run_poolir
-
+def test_integer_divide_on_run_time_inputs_truncates_as_the_cpu_plugin(tmp_path):
+    # The same Divide on a run-time input: OpenVINO's CPU kernel truncates (float32 division, see
+    # runtime/kernels/elementwise.py), contradicting its own spec and reference; poolir computes the same.
     path, feeds = _integer_division_ir(tmp_path, python_division=True, constant_numerator=False)
-    (openvino,) = openvino_run_xml(path, feeds).values()
-    (poolir,) = run_poolir(path, feeds).values()
-    assert openvino.tolist() == TRUNCATED
-    assert poolir.tolist() == FLOORED
+    (result,) = assert_matches_openvino(path, feeds, context="run time").values()
+    assert result.tolist() == TRUNCATED
 
 
 @pytest.mark.parametrize("constant_numerator", [True, False])

@@ -1,0 +1,74 @@
+"""Integer Add, Subtract, Multiply, Divide, FloorMod against OpenVINO at magnitudes where float32 is inexact.
+
+OpenVINO 2026.4's CPU plugin runs i64 as i32 and computes integer Divide and FloorMod in float32 on run-time
+inputs; it folds layers with constant inputs with its exact reference implementation. poolir's IR runtime must
+compute the same in both cases (runtime/kernels/elementwise.py: openvino_cpu_integer), so that a converted
+IR whose index arithmetic OpenVINO gets wrong is wrong under poolir too (issue 14).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as ov1
+import pytest
+
+from tests.runtime.ir_cases import OV_TYPES, assert_matches_openvino, save_ir
+
+RNG = np.random.default_rng(14)
+# Hand-picked edges (2**24 neighbours, the i32 limits, values that wrap when i64 runs as i32) and random
+# values of three magnitudes: full range, around 2**26 (float32 steps of 8), small.
+EDGE_A = [2**24 - 1, 2**24 + 1, 2**24 + 3, 19267583, 2**31 - 1, -2**31, 7, -7, 0, 5]
+EDGE_B = [50176, 7, 7, 7, 7, -1, 0, 2, 3, 0]
+
+
+def _operands(dtype):
+    limit = 2**40 if dtype == np.int64 else 2**31 - 1
+    a = np.concatenate([EDGE_A, RNG.integers(-limit, limit, 3000), RNG.integers(-2**26, 2**26, 3000),
+                        RNG.integers(-300, 300, 3000)]).astype(dtype)
+    b = np.concatenate([EDGE_B, RNG.integers(-limit, limit, 3000), RNG.integers(1, 60000, 3000),
+                        RNG.integers(-9, 9, 3000)]).astype(dtype)
+    return a, b
+
+
+LAYERS = {"Add": ov1.add, "Subtract": ov1.subtract, "Multiply": ov1.multiply, "Divide": ov1.divide,
+          "FloorMod": ov1.floor_mod}
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64], ids=["i32", "i64"])
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_run_time_integer_arithmetic_matches_openvino(layer, dtype, tmp_path):
+    a, b = _operands(dtype)
+    params = [ov1.parameter([a.size], OV_TYPES[np.dtype(dtype)], name=n) for n in ("a", "b")]
+    path = save_ir(LAYERS[layer](*params).outputs(), params, tmp_path / "layer.xml")
+    assert_matches_openvino(path, {"a": a, "b": b}, context=f"{layer} {np.dtype(dtype)}")
+
+
+def test_float32_division_is_pinned(tmp_path):
+    # The facts the converter's index arithmetic is designed around (converter/onnx_to_ir/max_pool_indices.py).
+    a = np.array([19267583, 2**31 - 1, 16777217, -7, 2**31], np.int64)
+    b = np.array([7, 7, 50176, 2, 1], np.int64)
+    params = [ov1.parameter([5], ov.Type.i64, name=n) for n in ("a", "b")]
+    outputs = [ov1.divide(*params).output(0), ov1.floor_mod(*params).output(0)]
+    for output, name in zip(outputs, ("divided", "remainder")):
+        output.get_tensor().set_names({name})
+    path = save_ir(outputs, params, tmp_path / "d.xml")
+    outs = assert_matches_openvino(path, {"a": a, "b": b}, context="pinned")
+    divided, remainder = outs["divided"], outs["remainder"]
+    # exact: [2752511, 306783378, 334, -4, 2147483648] and [6, 1, 18433, 1, 0]
+    assert divided.tolist() == [2752512, 306783392, 334, -3, -2**31]
+    assert remainder.tolist() == [0, 0, 18432, 1, 0]
+
+
+def test_folded_integer_arithmetic_is_exact(tmp_path):
+    # The same layers on constants: OpenVINO folds them with its reference implementation, in i64, exactly.
+    # (Values stay inside i32: the folded i64 result then meets a run-time Add, and OpenVINO converts an i64
+    # constant outside i32 to i32 by saturating, 2**40 -> 2**31 - 1, where a run-time i64 wraps.)
+    a, b = np.array([19267583, 2**31 - 9, -7], np.int64), np.array([7, 7, 2], np.int64)
+    param = ov1.parameter([3], ov.Type.i64, name="x")
+    zero = ov1.multiply(param, ov1.constant(np.zeros(3, np.int64)))
+    outs = [ov1.add(op(ov1.constant(a), ov1.constant(b)), zero).output(0) for op in LAYERS.values()]
+    path = save_ir(outs, [param], tmp_path / "folded.xml")
+    outs = assert_matches_openvino(path, {"x": np.ones(3, np.int64)}, context="folded")
+    values = [v.tolist() for v in outs.values()]
+    assert [2752511, 306783377, -4] in values and [6, 0, 1] in values  # floor division, floor modulo
