@@ -17,6 +17,7 @@ import onnx
 from poolir import ir
 from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPSET, ir_to_onnx
 from poolir.converter.onnx_to_ir import onnx_to_ir
+from poolir.converter.peers import openvino_v10_output_names
 from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
 from poolir.converter.input_shapes import input_shape_option
 from poolir.ir.errors import PoolirError, UsageError, printable
@@ -92,6 +93,8 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
             raise error.located(file=source) from None
         written = [destination] + ([destination.with_suffix(".bin")]
                                    if any(layer.type == "Const" for layer in model.layers) else [])
+        if model.version == 10:
+            findings.extend(_v10_names_note(model))
     elif kinds == (".xml", ".onnx"):
         if ir_version is not None or input_shapes:
             raise UsageError("--ir-version and --input-shape apply to ONNX -> IR; for IR -> ONNX use --opset")
@@ -109,6 +112,16 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
     for finding in findings:
         click.echo(f"poolir: warning: {printable(source)}: {printable(finding)}", err=True)
     click.echo(f"wrote {', '.join(printable(path, limit=None) for path in written)}")
+
+
+def _v10_names_note(model: ir.Model) -> list[str]:
+    """IR v10 cannot hold the output names: say what OpenVINO will call the outputs instead."""
+    renamed = [(ours, theirs) for ours, theirs in openvino_v10_output_names(model) if ours != theirs]
+    if not renamed:
+        return []
+    return ["IR v10 has no tensor names: OpenVINO names the outputs after their layers, "
+            + ", ".join(f"{ours} -> {theirs}" for ours, theirs in renamed)
+            + " (and returns i64 outputs as i32); --ir-version 11, the default, keeps the names"]
 
 
 def _make_folder(destination: Path) -> None:

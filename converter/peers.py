@@ -62,6 +62,29 @@ def openvino_run_xml(xml_path: str | os.PathLike, feeds: Mapping[str, np.ndarray
     return _openvino_infer(core.read_model(os.fspath(xml_path)), feeds, output_names)
 
 
+def openvino_v10_output_names(model) -> list[tuple[str, str]]:
+    """(poolir's name, OpenVINO's name) of each output of an IR v10 `ir.Model`, in the order of its Results.
+
+    IR v10 has no tensor names, so OpenVINO 2026.4 names an output after the layer that produces it, with
+    ".<output index>" when that layer has several outputs (a MaxPool "pool" with indices: "pool.0",
+    "pool.1"); poolir names it after its Result layer (runtime/ir_executor.py). It also returns an i64
+    output of a v10 IR as i32.
+    """
+    layers = {layer.id: layer for layer in model.layers}
+    producers = {(edge.to_layer, edge.to_port): (edge.from_layer, edge.from_port) for edge in model.edges}
+    names = []
+    for result in (layer for layer in model.layers if layer.type == "Result" and layer.inputs):
+        source = producers.get((result.id, result.inputs[0].id))
+        if source is None:
+            continue
+        producer = layers[source[0]]
+        index = [port.id for port in producer.outputs].index(source[1])
+        port = producer.outputs[index]
+        ours = port.names[0] if port.names else result.name
+        names.append((ours, producer.name if len(producer.outputs) == 1 else f"{producer.name}.{index}"))
+    return names
+
+
 def openvino_run_onnx(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """OpenVINO's own ONNX frontend + CPU plugin (to compare poolir's conversion with OpenVINO's)."""
     import openvino as ov

@@ -132,6 +132,8 @@ class OnnxProgram:
         self._dynamic = [spec.name for spec in self.inputs if spec.shape is None or None in spec.shape]
         self._checked_shapes = None
         self.outputs = [value.name for value in graph.output]
+        if not self.outputs:  # the ONNX checker accepts it; onnxruntime loads it but will not run it
+            raise InvalidModelError("the graph declares no outputs, so there is nothing to run", file=source)
         self._steps = self._plan(graph, infos)
 
     # -- validation ---------------------------------------------------------------------------------

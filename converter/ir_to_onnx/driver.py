@@ -9,7 +9,7 @@ from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import (NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPSET, ONNX_IR_VERSION,
                                                 WRITABLE_OPSETS)
 from poolir.converter.ir_to_onnx.registry import CONVERTERS, FOLDS
-from poolir.ir.errors import PoolirError, UnsupportedError, UsageError, layer_label
+from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
 from poolir.ir.infer import infer_model
 from poolir.ir.model import Model
 from poolir.ir.schema import refuse_unknown_layers
@@ -22,6 +22,11 @@ def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET) -> onnx.ModelPro
     # Every layer type without a conversion at once (unknown types and versions included), before inference.
     refuse_unknown_layers(model.layers, model.source,
                           lambda layer: layer.type in CONVERTERS or layer.type in FOLDS)
+    if not any(layer.type == "Result" for layer in model.layers):
+        # OpenVINO 2026.4 reads, compiles and runs such an IR and returns nothing; onnxruntime loads the
+        # ONNX graph it would become but refuses to run it ("At least one output should be requested").
+        raise InvalidModelError("the model has no Result layer, so the ONNX graph would have no outputs "
+                                "and compute nothing", file=model.source)
     inference = infer_model(model)
     context = Context(model, inference, opset)
     for layer in inference.order:

@@ -107,6 +107,7 @@ def _verify_model(path: Path, peers, rtol, atol, seed, inputs, inputs_source, ex
                          inputs_source or f"random (seed {seed})", warnings)
     for outcome in outcomes:
         report.rows.extend(_rows(outcome, reference_outputs, reference, manifest, rtol, atol))
+    report.warnings.extend(f"{outcome.name}: {outcome.note}" for outcome in outcomes if outcome.note)
     return report
 
 

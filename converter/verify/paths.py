@@ -26,7 +26,7 @@ import numpy as np
 
 from poolir import converter, ir, runtime
 from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET
-from poolir.converter.peers import onnxruntime_run, openvino_run_xml
+from poolir.converter.peers import onnxruntime_run, openvino_run_xml, openvino_v10_output_names
 from poolir.ir.errors import ConversionError, PoolirError, UnsupportedError, UsageError
 
 PEERS = ("onnxruntime", "openvino")
@@ -40,6 +40,7 @@ class PathOutcome:
     outputs: dict[str, np.ndarray] | None = None
     status: str = "ran"  # ran | refused | error
     detail: str | None = None
+    note: str | None = None  # how the path's outputs were read, when that is not the obvious way
 
 
 class _Refused(Exception):
@@ -134,6 +135,20 @@ def ir_paths(model, xml_path: Path, feeds: Mapping[str, np.ndarray], peers: Sequ
     if "onnxruntime" in peers:
         outcomes.append(_run_path("onnxruntime(ir->onnx)", lambda: onnxruntime_run(back(), feeds), peer=True))
     if "openvino" in peers:
-        outcomes.append(_run_path("openvino(ir)", lambda: openvino_run_xml(xml_path, feeds, output_names),
-                                  peer=True))
+        outcome = _run_path("openvino(ir)", lambda: openvino_run_xml(xml_path, feeds, output_names), peer=True)
+        if model.version == 10 and outcome.outputs is not None:
+            _by_position(outcome, openvino_v10_output_names(model))
+        outcomes.append(outcome)
     return outcomes
+
+
+def _by_position(outcome: PathOutcome, names: list[tuple[str, str]]) -> None:
+    """OpenVINO's outputs of an IR v10 model under poolir's names: v10 has no tensor names, so OpenVINO
+    names each output after its layer (peers.openvino_v10_output_names); pair them by position instead."""
+    pairs = [(ours, theirs) for ours, theirs in names if theirs in outcome.outputs and ours != theirs]
+    if not pairs:
+        return
+    theirs_to_ours = {theirs: ours for ours, theirs in pairs}
+    outcome.outputs = {theirs_to_ours.get(name, name): array for name, array in outcome.outputs.items()}
+    outcome.note = ("IR v10 has no tensor names and OpenVINO names its outputs after their layers; compared "
+                    "by position: " + ", ".join(f"{ours} = {theirs}" for ours, theirs in pairs))
