@@ -2,8 +2,8 @@
 
 OpenVINO's CPU plugin computes integer Divide and FloorMod in float32, so the converter's index arithmetic
 (converter/onnx_to_ir/max_pool_indices.py) must cancel float32's error; the old arithmetic gave 414,406 wrong
-indices on 6x64x224x224. OpenVINO's MaxPool with indices dominates the time (~5 s for the issue's case), so the other cases
-take long strides: few windows, but indices over the whole range all the same.
+indices on 6x64x224x224. OpenVINO's MaxPool with indices dominates the time (~5 s for the issue's case), so
+the other cases take long strides: few windows, but indices over the whole range all the same.
 """
 
 from __future__ import annotations
