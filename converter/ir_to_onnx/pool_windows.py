@@ -43,6 +43,7 @@ class OnnxWindows:
     auto_pad: str = "NOTSET"
     count_include_pad: int = 0
     pre_pad_end: tuple[int, ...] | None = None  # Pad(begin = pads_begin, end = this), then no pool pads
+    trim_ceil_torch: bool = False  # then Slice each spatial axis to ceil((L + pb) / s) windows (dynamic L)
 
 
 def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding: bool, full_kernel_divisor: bool,
@@ -84,19 +85,45 @@ def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding
     pads_end = tuple(spec.pad_end for spec in specs)
     padded = any(pads_begin) or any(pads_end)
     include = int(full_kernel_divisor and padded)
+    # Where the padding values are the pool's own (include-pad zeros, MaxPool's floor), an explicit Pad covers
+    # what ONNX pads cannot: a ceil overhang (OpenVINO divides by prod(k) there), a kept window of padding,
+    # and pads >= kernel (onnxruntime refuses those, the spec does not).
+    big_pads = any(b >= spec.kernel or e >= spec.kernel for b, e, spec in zip(pads_begin, pads_end, specs))
+    if include and (big_pads or rounding != "floor" and any(
+            overhang_possible(spec) or keeps_a_window_ceil_torch_drops(spec, rounding) for spec in specs)):
+        return _dynamic_cover(specs, rounding)
+    if fill_empty_windows and (big_pads or any(keeps_a_window_ceil_torch_drops(spec, rounding) for spec in specs)):
+        return _dynamic_cover(specs, rounding)
     if rounding == "floor":
         return OnnxWindows(pads_begin, pads_end, 0, count_include_pad=include)
-    if not ceil_allowed:
+    if not ceil_allowed and rounding != "floor":
         raise ConversionError(f"rounding_type={rounding} with dynamic spatial dims needs ceil_mode, which this "
                               f"ONNX op has from opset {ceil_since} (requested opset {context.opset})")
-    if include and any(overhang_possible(spec) for spec in specs):
-        raise ConversionError("exclude-pad=false with pads, ceil rounding and dynamic spatial dims: a window can "
-                              "reach past the padded input, where OpenVINO divides by the whole kernel and ONNX "
-                              "by the taps inside; the exact rewrite needs static dims")
     if any(keeps_a_window_ceil_torch_drops(spec, rounding) for spec in specs):
         raise ConversionError("rounding_type=ceil with dynamic spatial dims: for some lengths OpenVINO keeps a last "
                               "window that starts in the right padding, which ONNX ceil_mode drops")
     return OnnxWindows(pads_begin, pads_end, 1, count_include_pad=include)
+
+
+def _dynamic_cover(specs, rounding: str) -> OnnxWindows:
+    """Windows for dynamic lengths where the padding values are the pool's own (zeros that OpenVINO divides by
+    prod(k), or MaxPool's floor value): Pad by (pb, pe + s - 1), then floor without pads. floor over
+    L + pb + pe + s - 1 gives ceil((L + pb + pe - ek) / s) + 1 windows, OpenVINO's `ceil` count, each inside the
+    padded tensor; ceil_torch then drops a last window starting at or past L + pb: Slice to
+    ends = ceil((L + pb) / s) windows, the count of starts before L + pb (trim_ceil_torch). That slice drops at
+    most that one window when pe <= ek: the one before it starts below span = L + pb + pe - ek <= L + pb.
+
+    Worked example: k=3, s=2, pads (1, 1), L=6, ceil_torch: Pad to 1 + 6 + 2 = 9, floor gives 4 windows
+    (starts 0, 2, 4, 6 padded), ceil((6 + 1) / 2) = 4 kept; L=5: Pad to 8, 3 windows, ceil(6 / 2) = 3 kept.
+    """
+    if rounding == "ceil_torch" and any(spec.pad_end > spec.effective_kernel for spec in specs):
+        raise ConversionError("rounding_type=ceil_torch with pads_end larger than the dilated kernel and dynamic "
+                              "spatial dims: not converted (OpenVINO then keeps windows of padding alone, which "
+                              "needs a runtime window count this converter does not write)")
+    ceil = rounding != "floor"
+    return OnnxWindows(tuple(spec.pad_begin for spec in specs), tuple(spec.pad_end for spec in specs), 0,
+                       pre_pad_end=tuple(spec.pad_end + (spec.stride - 1 if ceil else 0) for spec in specs),
+                       trim_ceil_torch=rounding == "ceil_torch")
 
 
 def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_kernel_divisor: bool,

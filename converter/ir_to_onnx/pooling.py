@@ -40,6 +40,34 @@ def _pre_pad(context: Context, source: str, geometry: OnnxWindows, element_type:
     return pad_node(context, source, pads, "constant", np.asarray(value, dtype_of(element_type)), base)
 
 
+def runtime_dims(context: Context, source: str, axes, base: str) -> str:
+    """A 1-D int64 tensor of `source`'s dims at `axes`, read at run time (Shape, Gather)."""
+    shape = context.node("Shape", [source], f"{base}/shape")[0]
+    return context.node("Gather", [shape, context.int64s(list(axes), f"{base}/axes")], f"{base}/dims", axis=0)[0]
+
+
+def _pool_into(context: Context, op_type: str, source: str, geometry: OnnxWindows, layer: Layer, output: str,
+               **attrs) -> None:
+    """The pooling node into `output`; with trim_ceil_torch, into a tensor then Sliced to ceil((L + pb) / s)
+    windows per spatial axis, L read at run time (pool_windows._dynamic_cover)."""
+    if not geometry.trim_ceil_torch:
+        context.node_into(op_type, [source], [output], layer.name, **attrs)
+        return
+    since = first_opset_where("Slice", lambda row: "starts" not in row.attributes)
+    context.check_opset(since, f"rounding_type=ceil_torch with dynamic spatial dims needs Slice-{since}")
+    pooled = context.fresh(f"{layer.name}/untrimmed")
+    context.node_into(op_type, [source], [pooled], layer.name, **attrs)
+    rank = len(geometry.pads_begin)
+    axes = list(range(2, 2 + rank))
+    strides = list(layer.attrs["strides"])
+    lengths = runtime_dims(context, context.input(layer, 0), axes, layer.name)
+    offsets = context.int64s([b + s - 1 for b, s in zip(geometry.pads_begin, strides)], f"{layer.name}/offsets")
+    reach = context.node("Add", [lengths, offsets], f"{layer.name}/reach")[0]
+    ends = context.node("Div", [reach, context.int64s(strides, f"{layer.name}/strides")], f"{layer.name}/windows")[0]
+    context.node_into("Slice", [pooled, context.int64s([0] * rank, f"{layer.name}/starts"), ends,
+                                context.int64s(axes, f"{layer.name}/slice_axes")], [output], layer.name)
+
+
 def max_pool(context: Context, layer: Layer) -> None:
     info = context.input_info(layer, 0)
     check_element_type(context, "MaxPool", info.element_type)
@@ -53,7 +81,7 @@ def max_pool(context: Context, layer: Layer) -> None:
     if not want_indices:
         floor = openvino_max_floor(dtype_of(info.element_type))
         source = _pre_pad(context, context.input(layer, 0), geometry, info.element_type, layer.name, floor)
-        context.node_into("MaxPool", [source], [values], layer.name, **attrs)
+        _pool_into(context, "MaxPool", source, geometry, layer, values, **attrs)
         return
     since = first_opset_where("MaxPool", lambda row: row.max_outputs >= 2)
     context.check_opset(since, f"the Indices output needs MaxPool-{since}")
@@ -65,14 +93,16 @@ def max_pool(context: Context, layer: Layer) -> None:
     indices = final if axis == 0 and index_type == "i64" else context.fresh(f"{layer.name}/flat_indices")
     context.node_into("MaxPool", [context.input(layer, 0)], [values, indices], layer.name, **attrs)
     if axis > 0:
-        # OpenVINO flattens from `axis` (fact 6): its index is ONNX's flat index modulo prod(shape[axis:]).
-        trailing = info.shape[axis:]
-        if not all(dim.is_static for dim in trailing):
-            raise ConversionError(f"MaxPool axis={layer.attrs['axis']} with dynamic dims from that axis on: the "
-                                  "index rewrite needs their product")
+        # OpenVINO flattens from `axis` (fact 6): its index is ONNX's flat index modulo prod(shape[axis:]),
+        # a constant for static dims, else the product of the runtime dims (Shape, Gather, ReduceProd).
         since = first_opset("Mod")
         context.check_opset(since, f"MaxPool axis={layer.attrs['axis']} needs Mod, from opset {since}")
-        modulus = context.int64s(math.prod(dim.min for dim in trailing), f"{layer.name}/index_modulus")
+        trailing = info.shape[axis:]
+        if all(dim.is_static for dim in trailing):
+            modulus = context.int64s(math.prod(dim.min for dim in trailing), f"{layer.name}/index_modulus")
+        else:
+            dims = runtime_dims(context, context.input(layer, 0), range(axis, rank), layer.name)
+            modulus = context.node("ReduceProd", [dims], f"{layer.name}/index_modulus", keepdims=0)[0]
         target = final if index_type == "i64" else context.fresh(f"{layer.name}/indices_i64")
         context.node_into("Mod", [indices, modulus], [target], layer.name, fmod=0)
         indices = target
@@ -91,7 +121,7 @@ def avg_pool(context: Context, layer: Layer) -> None:
         context.check_opset(since, f"count_include_pad needs AveragePool-{since}")
         attrs["count_include_pad"] = 1
     source = _pre_pad(context, context.input(layer, 0), geometry, info.element_type, layer.name)
-    context.node_into("AveragePool", [source], [context.name_output(layer, 0)], layer.name, **attrs)
+    _pool_into(context, "AveragePool", source, geometry, layer, context.name_output(layer, 0), **attrs)
 
 
 CONVERTERS = {"MaxPool": max_pool, "AvgPool": avg_pool}
