@@ -19,7 +19,9 @@ onnx_to_ir/pooling.py (the same facts, read in the other direction). The rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import first_opset_accepting
@@ -43,6 +45,9 @@ class OnnxWindows:
     auto_pad: str = "NOTSET"
     count_include_pad: int = 0
     pre_pad_end: tuple[int, ...] | None = None  # Pad(begin = pads_begin, end = this), then no pool pads
+    # with pre_pad_end, an AveragePool whose divisor is the real taps: the count per output window
+    # (shape (1, 1, *out)), to turn the padded pool's prod(k) divisor into it
+    real_taps: np.ndarray | None = field(default=None, compare=False)
     trim_ceil_torch: bool = False  # then Slice each spatial axis to ceil((L + pb) / s) windows (dynamic L)
 
 
@@ -66,7 +71,8 @@ def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding
             windows = pool_windows_of(layer, spatial)
         except UsageError as error:
             raise InvalidModelError(error.problem) from None
-        return _static_geometry(windows, inert_padding, full_kernel_divisor, ceil_allowed, fill_empty_windows)
+        return _static_geometry(windows, inert_padding, full_kernel_divisor, ceil_allowed, fill_empty_windows,
+                                op_type == "AveragePool")
     # Dynamic spatial dims: the geometry must be right for every length.
     rounding = attrs["rounding_type"]
     auto_pad = attrs["auto_pad"]  # the schema allows explicit, same_upper, same_lower, valid
@@ -127,7 +133,7 @@ def _dynamic_cover(specs, rounding: str) -> OnnxWindows:
 
 
 def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_kernel_divisor: bool,
-                     ceil_allowed: bool, fill_empty_windows: bool) -> OnnxWindows:
+                     ceil_allowed: bool, fill_empty_windows: bool, average: bool) -> OnnxWindows:
     begins = tuple(w.pad_begin for w in windows)
     ends = tuple(w.pad_end for w in windows)
     padded = any(begins) or any(ends)
@@ -150,7 +156,10 @@ def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_
         # No window leaves the padded input, so ONNX counts prod(k) too; floor gives OpenVINO's count once
         # pads_end is trimmed to what the windows reach (a pad_end >= the kernel lets floor keep a window wholly
         # in the right padding that ceil_torch drops: L=1, k=1, pads (0, 1), ceil_torch -> 1 window, floor 2).
-        return OnnxWindows(begins, covering, 0, count_include_pad=1)
+        if _runs_on_onnxruntime(windows, begins, covering):
+            return OnnxWindows(begins, covering, 0, count_include_pad=1)
+        # onnxruntime refuses pads >= kernel: the same zeros as an explicit Pad, every window inside it.
+        return OnnxWindows(begins, covering, 0, pre_pad_end=covering)
     # The padding is inert from here on (include-pad layers with pads returned above; without pads
     # OpenVINO's exclude-pad=false divides by the real taps, like count_include_pad=0).
     candidates = []
@@ -165,11 +174,22 @@ def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_
         candidates.append(OnnxWindows(begins, smallest, 1))
     # onnxruntime refuses pads >= kernel ("Pad should be smaller than kernel"), which the spec allows:
     # prefer a candidate it runs.
-    kernels = [w.kernel for w in windows]
     for candidate in candidates:
-        if all(b < k and e < k for b, e, k in zip(candidate.pads_begin, candidate.pads_end, kernels)):
+        if _runs_on_onnxruntime(windows, candidate.pads_begin, candidate.pads_end):
             return candidate
-    return candidates[0]
+    # None does: pad explicitly (with a value no window's result can come from: MaxPool's floor, or zeros
+    # for the sums of AveragePool, whose divisor the converter then corrects from prod(k) to the real taps).
+    real_taps = None
+    if average:
+        real_taps = np.ones([1, 1], dtype=np.int64)
+        for w in windows:
+            real_taps = np.multiply.outer(real_taps, w.real_taps())
+    return OnnxWindows(begins, covering, 0, pre_pad_end=covering, real_taps=real_taps)
+
+
+def _runs_on_onnxruntime(windows: tuple[AxisWindow, ...], begins, ends) -> bool:
+    """onnxruntime refuses a pool pad >= kernel_shape ("Pad should be smaller than kernel"); the spec does not."""
+    return all(b < w.kernel and e < w.kernel for b, e, w in zip(begins, ends, windows))
 
 
 def pool_attributes(context: Context, layer: Layer, geometry: OnnxWindows, op_type: str) -> dict:

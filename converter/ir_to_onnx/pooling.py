@@ -17,6 +17,7 @@ import numpy as np
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.movement import pad_node
+from poolir.converter.ir_to_onnx.onnxruntime_gaps import onnxruntime_lacks
 from poolir.converter.ir_to_onnx.opsets import first_opset_where
 from poolir.converter.ir_to_onnx.pool_windows import (OnnxWindows, check_element_type, pool_attributes,
                                                       pool_geometry)
@@ -90,8 +91,14 @@ def max_pool(context: Context, layer: Layer) -> None:
     rank = len(info.shape)
     axis = axis + rank if axis < 0 else axis
     final = context.name_output(layer, 1)
-    indices = final if axis == 0 and index_type == "i64" else context.fresh(f"{layer.name}/flat_indices")
-    context.node_into("MaxPool", [context.input(layer, 0)], [values, indices], layer.name, **attrs)
+    padded = geometry.pre_pad_end is not None
+    indices = final if axis == 0 and index_type == "i64" and not padded else context.fresh(f"{layer.name}/flat_indices")
+    if padded:
+        _padded_max_pool_with_indices(context, layer, geometry, values, indices, attrs)
+        indices = _unpadded_indices(context, indices, geometry, [dim.min for dim in info.shape[2:]], layer.name,
+                                    final if axis == 0 and index_type == "i64" else None)
+    else:
+        context.node_into("MaxPool", [context.input(layer, 0)], [values, indices], layer.name, **attrs)
     if axis > 0:
         # OpenVINO flattens from `axis` (fact 6): its index is ONNX's flat index modulo prod(shape[axis:]),
         # a constant for static dims, else the product of the runtime dims (Shape, Gather, ReduceProd).
@@ -110,6 +117,53 @@ def max_pool(context: Context, layer: Layer) -> None:
         context.node_into("Cast", [indices], [final], layer.name, to=onnx_element_type(index_type))
 
 
+def _padded_max_pool_with_indices(context: Context, layer: Layer, geometry: OnnxWindows, values: str, indices: str,
+                                  attrs: dict) -> None:
+    """MaxPool over an explicit Pad of -inf (pads >= kernel, which onnxruntime refuses as pool pads). No window is
+    empty here (pool_windows), so padding wins no window unless its real elements are all -inf. 8-bit integers
+    are pooled as float32, which holds them exactly, so that the padding is below every one of them."""
+    element_type = context.input_info(layer, 0).element_type
+    source = context.input(layer, 0)
+    integer = dtype_of(element_type).kind in "iu"
+    if integer:
+        source = context.node("Cast", [source], f"{layer.name}/as_float", to=onnx_element_type("f32"))[0]
+    pad_type = "f32" if integer else element_type
+    source = _pre_pad(context, source, geometry, pad_type, layer.name, -np.inf)
+    pooled = context.fresh(f"{layer.name}/float_values") if integer else values
+    context.node_into("MaxPool", [source], [pooled, indices], layer.name, **attrs)
+    if integer:
+        context.node_into("Cast", [pooled], [values], layer.name, to=onnx_element_type(element_type))
+
+
+def _unpadded_indices(context: Context, indices: str, geometry: OnnxWindows, spatial: list[int], base: str,
+                      output: str | None) -> str:
+    """ONNX's flat indices over the padded (N, C, *padded) tensor -> flat over (N, C, *spatial): per spatial axis
+    from the last, coordinate = rest mod padded length, minus pads_begin; the (n, c) slab is index // padded volume.
+
+    Worked example: spatial (3,), pads (2, 2): padded length 7; padded index 9 = slab 1, coordinate 2 -> 1 * 3 + 0.
+    """
+    since = first_opset("Mod")
+    context.check_opset(since, f"pads >= kernel with the indices used need Mod, from opset {since}")
+    padded = [length + begin + end for length, begin, end in zip(spatial, geometry.pads_begin, geometry.pre_pad_end)]
+    padded_volume = context.int64s(math.prod(padded), f"{base}/padded_volume")
+    slab = context.node("Div", [indices, padded_volume], f"{base}/slab")[0]
+    rest = context.node("Mod", [indices, padded_volume], f"{base}/rest", fmod=0)[0]
+    total = context.node("Mul", [slab, context.int64s(math.prod(spatial), f"{base}/volume")], f"{base}/slab_start")[0]
+    for axis in reversed(range(len(spatial))):
+        length = context.int64s(padded[axis], f"{base}/padded_length")
+        coordinate = context.node("Mod", [rest, length], f"{base}/coordinate", fmod=0)[0]
+        rest = context.node("Div", [rest, length], f"{base}/rest")[0] if axis else rest
+        real = context.node("Sub", [coordinate, context.int64s(geometry.pads_begin[axis], f"{base}/pad_begin")],
+                            f"{base}/real_coordinate")[0]
+        step = math.prod(spatial[axis + 1:])
+        if step != 1:
+            real = context.node("Mul", [real, context.int64s(step, f"{base}/step")], f"{base}/offset")[0]
+        summed = (output or context.fresh(f"{base}/index")) if axis == 0 else context.fresh(f"{base}/index")
+        context.node_into("Add", [total, real], [summed], base)
+        total = summed
+    return total
+
+
 def avg_pool(context: Context, layer: Layer) -> None:
     info = context.input_info(layer, 0)
     check_element_type(context, "AveragePool", info.element_type)
@@ -121,7 +175,16 @@ def avg_pool(context: Context, layer: Layer) -> None:
         context.check_opset(since, f"count_include_pad needs AveragePool-{since}")
         attrs["count_include_pad"] = 1
     source = _pre_pad(context, context.input(layer, 0), geometry, info.element_type, layer.name)
-    _pool_into(context, "AveragePool", source, geometry, layer, context.name_output(layer, 0), **attrs)
+    output = context.name_output(layer, 0)
+    if geometry.real_taps is None:
+        _pool_into(context, "AveragePool", source, geometry, layer, output, **attrs)
+        return
+    # Zeros padded explicitly (pads >= kernel): the pool divides by prod(k); OpenVINO by the real taps.
+    summed = context.fresh(f"{layer.name}/over_kernel")
+    _pool_into(context, "AveragePool", source, geometry, layer, summed, **attrs)
+    scale = math.prod(layer.attrs["kernel"]) / geometry.real_taps.astype(np.float64)
+    context.node_into("Mul", [summed, context.initializer(scale.astype(dtype_of(info.element_type)),
+                                                          f"{layer.name}/kernel_over_real_taps")], [output], layer.name)
 
 
 CONVERTERS = {"MaxPool": max_pool, "AvgPool": avg_pool}
@@ -226,6 +289,8 @@ def fold_global_pool(context: Context, layer: Layer) -> bool:
     if reduction_axes(context, layer) != list(range(2, rank)):
         return False
     op_type, attrs = _GLOBAL_POOLS[layer.type]
+    if onnxruntime_lacks(op_type, context.opset, onnx_element_type(context.input_info(layer, 0).element_type)):
+        return False  # the Reduce* itself means the same, and onnxruntime runs it (onnxruntime_gaps.py)
     context.node_into(op_type, [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name, **attrs)
     return True
 
