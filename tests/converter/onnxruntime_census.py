@@ -13,6 +13,8 @@ for the cases whose source onnxruntime runs. A census, not a test: the tests pin
 from __future__ import annotations
 
 import collections
+import contextlib
+import io
 import random
 import sys
 
@@ -101,6 +103,70 @@ def census(cases: list[PoolCase], verbose: bool) -> collections.Counter:
     return tally
 
 
+def _openvino_irs(folder) -> list[tuple[str, object, list[tuple[int, ...]]]]:
+    """(name, IR path, input shapes): the IRs OpenVINO's ONNX frontend writes for test_openvino_files.py's models,
+    and the dynamic-spatial-dims IRs test_ir_to_onnx_dynamic.py has OpenVINO write."""
+    from tests.converter import test_ir_to_onnx_dynamic as dynamic
+    from tests.ir.test_openvino_files import MODELS, onnx_pool
+    from tests.peers import openvino_convert_to_xml
+
+    irs = []
+    for name, (op, attrs, shape, dtype, opset, outputs) in MODELS.items():
+        path = openvino_convert_to_xml(onnx_pool(op, attrs, shape, dtype, opset, outputs), folder / f"{name}.xml")
+        irs.append((name, path, [tuple(2 if d == -1 else d for d in shape)]))
+    ops = dynamic.ops
+    for index, (kernel, strides, begin, end, rounding) in enumerate(dynamic.AVG_CASES):
+        path = dynamic._openvino_ir(folder, lambda x: [ops.avg_pool(x, list(strides), list(begin), list(end),
+                                                                    list(kernel), exclude_pad=False,
+                                                                    rounding_type=rounding).output(0)],
+                                    name=f"avgpool14_{index}")
+        irs.append((f"avgpool14_{rounding}_{index}", path, [(1, 2, 7, 6), (1, 2, 8, 8)]))
+    for index, (kernel, strides, dilations, begin, end, rounding, axis) in enumerate(dynamic.MAX_CASES):
+        def build(x):
+            pool = ops.max_pool(x, list(strides), list(dilations), list(begin), list(end), list(kernel),
+                                rounding_type=rounding, axis=axis, index_element_type="i64")
+            return [pool.output(0), pool.output(1)]
+        irs.append((f"maxpool14_axis{axis}_{index}", dynamic._openvino_ir(folder, build, name=f"maxpool14_{index}"),
+                    [(1, 2, 7, 6), (1, 2, 8, 8)]))
+    return irs
+
+
+def openvino_ir_census(verbose: bool) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from poolir import ir
+    from tests.peers import openvino_run_xml
+
+    tally: collections.Counter = collections.Counter()
+    with tempfile.TemporaryDirectory() as folder:
+        with contextlib.redirect_stdout(io.StringIO()):  # OpenVINO's converter prints its arguments
+            irs = _openvino_irs(Path(folder))
+        for name, path, shapes in irs:
+            try:
+                back = ir_to_onnx(ir.read_model(path))
+                for shape in shapes:
+                    x = np.random.default_rng(0).standard_normal(shape)
+                    x = x.astype({"f16": np.float16, "f64": np.float64}.get(
+                        next(ir.read_model(path).layers_of_type("Parameter")).attrs["element_type"], np.float32))
+                    want = list(openvino_run_xml(path, {"x": x}).values())
+                    got = onnxruntime_run(back, {"x": x})
+                    for output, expected in zip(back.graph.output, want):
+                        np.testing.assert_allclose(got[output.name].astype(np.float64), expected.astype(np.float64),
+                                                   rtol=2e-3 if x.dtype == np.float16 else 1e-5, atol=1e-5)
+            except Exception as error:
+                kind = "refused" if isinstance(error, PoolirError) else \
+                    "mismatch" if isinstance(error, AssertionError) else "onnxruntime fails"
+                tally[kind] += 1
+                if verbose:
+                    print(f"  {kind}: {name}: {str(error).splitlines()[0][-120:]}")
+                continue
+            tally["match"] += 1
+    print(f"OpenVINO-written IRs: {len(irs)} IRs, onnxruntime runs and matches OpenVINO on {tally['match']}; "
+          f"refused by poolir {tally['refused']}, onnxruntime fails {tally['onnxruntime fails']}, "
+          f"mismatch {tally['mismatch']}")
+
+
 def main() -> None:
     verbose = "--verbose" in sys.argv
     for name, cases in (("converter grid pool_case_grid(443)", pool_case_grid(443)),
@@ -113,6 +179,7 @@ def main() -> None:
               + ", ".join(f"{kind} {tally[kind]}" for kind in ("onnxruntime has no kernel",
                                                                  "onnxruntime refuses pads >= kernel",
                                                                  "onnxruntime fails otherwise", "mismatch", "refused")))
+    openvino_ir_census(verbose)
 
 
 if __name__ == "__main__":
