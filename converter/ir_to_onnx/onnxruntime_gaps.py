@@ -41,7 +41,10 @@ def onnxruntime_warnings(model: onnx.ModelProto) -> list[str]:
     opset = next((entry.version for entry in model.opset_import if entry.domain in ("", "ai.onnx")), None)
     if opset is None:
         return []
-    inferred = onnx.shape_inference.infer_shapes(model)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except onnx.shape_inference.InferenceError:  # then only the declared types are known
+        inferred = model
     types = {info.name: info.type.tensor_type.elem_type
              for info in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
     types.update({tensor.name: tensor.data_type for tensor in model.graph.initializer})

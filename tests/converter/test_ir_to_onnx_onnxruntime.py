@@ -18,6 +18,7 @@ from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.converter.cli import main
 from poolir.converter.ir_to_onnx.onnxruntime_gaps import onnxruntime_lacks, onnxruntime_warnings
 from poolir.ir.builder import GraphBuilder
+from poolir.ir.errors import ConversionError
 from tests.converter.test_onnx_to_ir_oracle import PoolCase, assert_outputs_match
 from tests.peers import onnxruntime_run, openvino_run_xml
 
@@ -173,3 +174,14 @@ def test_convert_warns_when_onnxruntime_will_not_run_the_result(tmp_path):
     assert result.exit_code == 0, result.output
     assert "warning" in result.stderr and "onnxruntime has no kernel" in result.stderr and "double" in result.stderr
     assert onnx.load(tmp_path / "double.onnx").opset_import[0].version == 19  # the requested opset is kept
+
+
+
+def test_pads_as_large_as_the_kernel_need_dilations_so_the_index_mapping_has_its_opset():
+    # A window holding an input element with pads_begin >= kernel needs dilated taps (MaxPool dilations: opset
+    # 10), and Mod, which maps the Pad's indices back, is opset 10 too: no opset has the one without the other.
+    model = _pool_ir("MaxPool", "opset8", {**DILATED, "rounding_type": "floor", "axis": 0,
+                                           "index_element_type": "i64"}, (1, 1, 7, 6), outputs=(0, 1))
+    with pytest.raises(ConversionError, match="dilations.*opset 10"):
+        ir_to_onnx(model, opset=9)
+    assert "Mod" in _ops(ir_to_onnx(model, opset=10))
