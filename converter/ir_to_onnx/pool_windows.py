@@ -14,7 +14,14 @@ onnx_to_ir/pooling.py (the same facts, read in the other direction). The rules:
 - a MaxPool window without any input element outputs OpenVINO's floor value (f32: its lowest finite
   value): an explicit Pad of that value, then a MaxPool without pads, reproduces it; with the indices
   used it is refused (the Pad would shift them), and so is an exclude-pad AvgPool window without an
-  input element (0/0).
+  input element (0/0);
+- pads >= kernel that no candidate avoids (dilated taps make them possible without an empty window):
+  an explicit Pad, then a pool without pads: zeros for exclude-pad=false, zeros and a constant
+  prod(k) / real-taps factor for exclude-pad AvgPool (real_taps), -inf for MaxPool with indices (the
+  converter maps the padded flat indices back), MaxPool's floor value without them;
+- dynamic spatial dims, where the padding values are the pool's own (exclude-pad=false zeros, MaxPool's
+  floor without indices) and ONNX pads cannot hold OpenVINO's windows (a ceil overhang, a kept window of
+  padding, pads >= kernel): _dynamic_cover, an explicit Pad valid for every length.
 """
 
 from __future__ import annotations
@@ -45,9 +52,9 @@ class OnnxWindows:
     auto_pad: str = "NOTSET"
     count_include_pad: int = 0
     pre_pad_end: tuple[int, ...] | None = None  # Pad(begin = pads_begin, end = this), then no pool pads
-    # with pre_pad_end, an AveragePool whose divisor is the real taps: the count per output window
-    # (shape (1, 1, *out)), to turn the padded pool's prod(k) divisor into it
-    real_taps: np.ndarray | None = field(default=None, compare=False)
+    # with pre_pad_end, an AveragePool whose divisor is the real taps: per spatial axis, the count per output
+    # position (their product is the window's), to turn the padded pool's prod(k) divisor into it
+    real_taps: tuple[np.ndarray, ...] | None = field(default=None, compare=False)
     trim_ceil_torch: bool = False  # then Slice each spatial axis to ceil((L + pb) / s) windows (dynamic L)
 
 
@@ -179,11 +186,7 @@ def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_
             return candidate
     # None does: pad explicitly (with a value no window's result can come from: MaxPool's floor, or zeros
     # for the sums of AveragePool, whose divisor the converter then corrects from prod(k) to the real taps).
-    real_taps = None
-    if average:
-        real_taps = np.ones([1, 1], dtype=np.int64)
-        for w in windows:
-            real_taps = np.multiply.outer(real_taps, w.real_taps())
+    real_taps = tuple(w.real_taps() for w in windows) if average else None
     return OnnxWindows(begins, covering, 0, pre_pad_end=covering, real_taps=real_taps)
 
 

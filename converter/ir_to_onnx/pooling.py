@@ -179,12 +179,18 @@ def avg_pool(context: Context, layer: Layer) -> None:
     if geometry.real_taps is None:
         _pool_into(context, "AveragePool", source, geometry, layer, output, **attrs)
         return
-    # Zeros padded explicitly (pads >= kernel): the pool divides by prod(k); OpenVINO by the real taps.
-    summed = context.fresh(f"{layer.name}/over_kernel")
-    _pool_into(context, "AveragePool", source, geometry, layer, summed, **attrs)
-    scale = math.prod(layer.attrs["kernel"]) / geometry.real_taps.astype(np.float64)
-    context.node_into("Mul", [summed, context.initializer(scale.astype(dtype_of(info.element_type)),
-                                                          f"{layer.name}/kernel_over_real_taps")], [output], layer.name)
+    # Zeros padded explicitly (pads >= kernel): the pool divides by prod(k), OpenVINO by the real taps, a
+    # product over the axes; so multiply by k / real taps along each axis (constants of out_a values each).
+    scaled = context.fresh(f"{layer.name}/over_kernel")
+    _pool_into(context, "AveragePool", source, geometry, layer, scaled, **attrs)
+    rank = len(geometry.real_taps)
+    for axis, (kernel, taps) in enumerate(zip(layer.attrs["kernel"], geometry.real_taps)):
+        factor = (kernel / taps.astype(np.float64)).reshape([1, 1] + [-1 if a == axis else 1 for a in range(rank)])
+        target = output if axis == rank - 1 else context.fresh(f"{layer.name}/over_kernel")
+        context.node_into("Mul", [scaled, context.initializer(factor.astype(dtype_of(info.element_type)),
+                                                              f"{layer.name}/kernel_over_real_taps")],
+                          [target], layer.name)
+        scaled = target
 
 
 CONVERTERS = {"MaxPool": max_pool, "AvgPool": avg_pool}
