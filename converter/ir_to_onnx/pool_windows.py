@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_accepting
+from poolir.converter.ir_to_onnx.opsets import first_opset_accepting, first_opset_where
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.geometry import (AxisWindow, axis_specs, covering_pad_end, keeps_a_window_ceil_torch_drops,
@@ -55,6 +55,7 @@ class OnnxWindows:
     # with pre_pad_end, an AveragePool whose divisor is the real taps: per spatial axis, the count per output
     # position (their product is the window's), to turn the padded pool's prod(k) divisor into it
     real_taps: tuple[np.ndarray, ...] | None = field(default=None, compare=False)
+    same_at_run_time: str | None = None  # same_upper/same_lower: Pad by the SAME pads of the runtime lengths
     trim_ceil_torch: bool = False  # then Slice each spatial axis to ceil((L + pb) / s) windows (dynamic L)
 
 
@@ -90,6 +91,12 @@ def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding
             raise ConversionError("auto_pad same_* with rounding_type ceil, a kernel smaller than its stride and "
                                   "dynamic spatial dims: the window count differs from ONNX SAME for some lengths")
         # SAME windows lie inside the padded input: both divisors are prod(k) (fact 4 in onnx_to_ir/pooling.py).
+        pad_since = first_opset_where("Pad", lambda row: "pads" not in row.attributes)
+        if (full_kernel_divisor or fill_empty_windows) and any(spec.dilation != 1 for spec in specs) and \
+                context.opset >= pad_since:
+            # onnxruntime computes SAME pads without the dilation (onnxruntime_gaps.py): where the padding values
+            # are the pool's own, the spec's pads from the runtime lengths as an explicit Pad hold for every runtime.
+            return OnnxWindows((0,) * rank, (0,) * rank, 0, same_at_run_time=auto_pad)
         return OnnxWindows((0,) * rank, (0,) * rank, 0, auto_pad.upper(), count_include_pad=int(full_kernel_divisor))
     explicit = auto_pad != "valid"
     specs = axis_specs(attrs["kernel"], attrs["strides"], attrs.get("dilations"),

@@ -24,6 +24,7 @@ from poolir.converter.ir_to_onnx.pool_windows import (OnnxWindows, check_element
 from poolir.converter.ir_to_onnx.reduction import reduction_axes
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
+from poolir.ir.geometry import axis_specs
 from poolir.ir.ops.pooling import pool_windows_of
 from poolir.ir.model import Layer
 from poolir.runtime.ir_ops import openvino_max_floor
@@ -34,11 +35,44 @@ _GLOBAL_POOLS = {"ReduceMean": ("GlobalAveragePool", {}), "ReduceMax": ("GlobalM
 
 
 def _pre_pad(context: Context, source: str, geometry: OnnxWindows, element_type: str, base: str,
-             value: float = 0) -> str:
+             value: float = 0, layer: Layer | None = None) -> str:
+    if geometry.same_at_run_time is not None:
+        pads = _same_pads_at_run_time(context, source, layer, geometry.same_at_run_time)
+        fill = context.initializer(np.asarray(value, dtype_of(element_type)).reshape(()), f"{base}/value")
+        return context.node("Pad", [source, pads, fill], f"{base}/padded", mode="constant")[0]
     if geometry.pre_pad_end is None:
         return source
     pads = [0, 0, *geometry.pads_begin, 0, 0, *geometry.pre_pad_end]
     return pad_node(context, source, pads, "constant", np.asarray(value, dtype_of(element_type)), base)
+
+
+def _same_pads_at_run_time(context: Context, source: str, layer: Layer, auto_pad: str) -> str:
+    """ONNX Pad's pads [0, 0, *begins, 0, 0, *ends] for auto_pad same_* by the spec, from the runtime lengths L:
+    total = max(0, (ceil(L / s) - 1) * s + ek - L), the odd element at the end (same_upper) or the beginning.
+
+    Worked example: L=7, k=2, d=3 (ek=4), s=1: total = 6 + 4 - 7 = 3; same_upper (1, 2), same_lower (2, 1).
+    """
+    attrs = layer.attrs
+    specs = axis_specs(attrs["kernel"], attrs["strides"], attrs.get("dilations"))
+    base = layer.name
+    lengths = runtime_dims(context, source, range(2, 2 + len(specs)), base)
+    strides = context.int64s([spec.stride for spec in specs], f"{base}/strides")
+    less_one = context.int64s([spec.stride - 1 for spec in specs], f"{base}/stride_less_one")
+    raised = context.node("Add", [lengths, less_one], f"{base}/raised")[0]
+    windows = context.node("Div", [raised, strides], f"{base}/windows")[0]  # ceil(L / s), L >= 1
+    spanned = context.node("Mul", [windows, strides], f"{base}/spanned")[0]
+    reach = context.node("Add", [spanned, context.int64s([spec.effective_kernel - spec.stride for spec in specs],
+                                                         f"{base}/kernel_less_stride")], f"{base}/reach")[0]
+    missing = context.node("Sub", [reach, lengths], f"{base}/missing")[0]
+    magnitude = context.node("Abs", [missing], f"{base}/magnitude")[0]
+    doubled = context.node("Add", [missing, magnitude], f"{base}/doubled")[0]
+    two = context.int64s(2, f"{base}/two")
+    total = context.node("Div", [doubled, two], f"{base}/total")[0]  # max(missing, 0)
+    small = context.node("Div", [total, two], f"{base}/small")[0]
+    large = context.node("Sub", [total, small], f"{base}/large")[0]
+    begin, end = (small, large) if auto_pad == "same_upper" else (large, small)
+    zeros = context.int64s([0, 0], f"{base}/batch_channel_pads")
+    return context.node("Concat", [zeros, begin, zeros, end], f"{base}/pads", axis=0)[0]
 
 
 def runtime_dims(context: Context, source: str, axes, base: str) -> str:
@@ -81,7 +115,7 @@ def max_pool(context: Context, layer: Layer) -> None:
     values = context.name_output(layer, 0)
     if not want_indices:
         floor = openvino_max_floor(dtype_of(info.element_type))
-        source = _pre_pad(context, context.input(layer, 0), geometry, info.element_type, layer.name, floor)
+        source = _pre_pad(context, context.input(layer, 0), geometry, info.element_type, layer.name, floor, layer)
         _pool_into(context, "MaxPool", source, geometry, layer, values, **attrs)
         return
     since = first_opset_where("MaxPool", lambda row: row.max_outputs >= 2)
@@ -174,7 +208,7 @@ def avg_pool(context: Context, layer: Layer) -> None:
         since = first_opset_with("AveragePool", "count_include_pad")
         context.check_opset(since, f"count_include_pad needs AveragePool-{since}")
         attrs["count_include_pad"] = 1
-    source = _pre_pad(context, context.input(layer, 0), geometry, info.element_type, layer.name)
+    source = _pre_pad(context, context.input(layer, 0), geometry, info.element_type, layer.name, layer=layer)
     output = context.name_output(layer, 0)
     if geometry.real_taps is None:
         _pool_into(context, "AveragePool", source, geometry, layer, output, **attrs)

@@ -123,3 +123,28 @@ def test_ceil_torch_with_pads_end_beyond_the_kernel_is_refused_with_the_reason(t
                                                           rounding_type="ceil_torch").output(0)])
     with pytest.raises(ConversionError, match="pads_end larger than the dilated kernel"):
         ir_to_onnx(ir.read_model(path))
+
+
+SAME_DILATED = [  # kernel, strides, dilations, auto_pad
+    ((2, 3), (1, 2), (3, 2), "same_upper"),
+    ((3, 2), (2, 1), (2, 3), "same_lower"),
+]
+
+
+@pytest.mark.parametrize("kernel, strides, dilations, auto_pad", SAME_DILATED)
+@pytest.mark.parametrize("layer", ["MaxPool", "AvgPool"])
+def test_same_with_dilations_and_dynamic_dims_runs_right_on_onnxruntime(layer, kernel, strides, dilations, auto_pad,
+                                                                         tmp_path):
+    # onnxruntime computes SAME pads without the dilation (onnxruntime_gaps.py), so the spec's pads are computed
+    # from the runtime lengths and padded explicitly (the padding values are the pool's own in both layers).
+    import openvino.opset16 as ops16
+
+    def build(x):
+        if layer == "MaxPool":
+            return [ops.max_pool(x, list(strides), list(dilations), [0, 0], [0, 0], list(kernel),
+                                 auto_pad=auto_pad).output(0)]
+        return [ops16.avg_pool(x, list(strides), [0, 0], [0, 0], list(kernel), exclude_pad=False, auto_pad=auto_pad,
+                               dilations=list(dilations)).output(0)]
+
+    back = _agree(_openvino_ir(tmp_path, build), SIZES, lambda size: True)
+    assert not any(a.name == "auto_pad" for node in back.graph.node for a in node.attribute)
