@@ -1,8 +1,10 @@
 """Pooling IR layers -> ONNX: MaxPool and AvgPool; OpenVINO's LpPool decomposition folded back into LpPool;
-a Reduce{Mean,Max,L1,L2} over every spatial axis with keep_dims written as the Global pool.
+a Reduce{Mean,Max,L1,L2} over every spatial axis with keep_dims written as the Global pool (kept a Reduce*
+where onnxruntime has no kernel for that Global pool: onnxruntime_gaps.py).
 
-The windows are planned in pool_windows.py. MaxPool-8 `axis` > 0 becomes a Mod of ONNX's flat indices,
-index_element_type i32 a Cast. The folds (FOLDS) are tried before a layer's own converter, at the layer
+The windows are planned in pool_windows.py. MaxPool-8 `axis` > 0 becomes a Mod of ONNX's flat indices (by
+prod(shape[axis:]), read at run time when a dim is dynamic), index_element_type i32 a Cast; an explicit Pad
+(pads >= kernel) has its indices mapped back to the unpadded tensor. The folds (FOLDS) are tried before a layer's own converter, at the layer
 where the pattern starts; a fold that does not apply leaves the layers to their own converters, which are
 exact too.
 """
