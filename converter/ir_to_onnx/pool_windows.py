@@ -14,15 +14,24 @@ onnx_to_ir/pooling.py (the same facts, read in the other direction). The rules:
 - a MaxPool window without any input element outputs OpenVINO's floor value (f32: its lowest finite
   value): an explicit Pad of that value, then a MaxPool without pads, reproduces it; with the indices
   used it is refused (the Pad would shift them), and so is an exclude-pad AvgPool window without an
-  input element (0/0).
+  input element (0/0);
+- pads >= kernel that no candidate avoids (dilated taps make them possible without an empty window):
+  an explicit Pad, then a pool without pads: zeros for exclude-pad=false, zeros and a constant
+  prod(k) / real-taps factor for exclude-pad AvgPool (real_taps), -inf for MaxPool with indices (the
+  converter maps the padded flat indices back), MaxPool's floor value without them;
+- dynamic spatial dims, where the padding values are the pool's own (exclude-pad=false zeros, MaxPool's
+  floor without indices) and ONNX pads cannot hold OpenVINO's windows (a ceil overhang, a kept window of
+  padding, pads >= kernel): _dynamic_cover, an explicit Pad valid for every length.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_accepting
+from poolir.converter.ir_to_onnx.opsets import first_opset_accepting, first_opset_where
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.geometry import (AxisWindow, axis_specs, covering_pad_end, keeps_a_window_ceil_torch_drops,
@@ -43,6 +52,11 @@ class OnnxWindows:
     auto_pad: str = "NOTSET"
     count_include_pad: int = 0
     pre_pad_end: tuple[int, ...] | None = None  # Pad(begin = pads_begin, end = this), then no pool pads
+    # with pre_pad_end, an AveragePool whose divisor is the real taps: per spatial axis, the count per output
+    # position (their product is the window's), to turn the padded pool's prod(k) divisor into it
+    real_taps: tuple[np.ndarray, ...] | None = field(default=None, compare=False)
+    same_at_run_time: str | None = None  # same_upper/same_lower: Pad by the SAME pads of the runtime lengths
+    trim_ceil_torch: bool = False  # then Slice each spatial axis to ceil((L + pb) / s) windows (dynamic L)
 
 
 def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding: bool, full_kernel_divisor: bool,
@@ -65,7 +79,8 @@ def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding
             windows = pool_windows_of(layer, spatial)
         except UsageError as error:
             raise InvalidModelError(error.problem) from None
-        return _static_geometry(windows, inert_padding, full_kernel_divisor, ceil_allowed, fill_empty_windows)
+        return _static_geometry(windows, inert_padding, full_kernel_divisor, ceil_allowed, fill_empty_windows,
+                                op_type == "AveragePool")
     # Dynamic spatial dims: the geometry must be right for every length.
     rounding = attrs["rounding_type"]
     auto_pad = attrs["auto_pad"]  # the schema allows explicit, same_upper, same_lower, valid
@@ -76,6 +91,12 @@ def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding
             raise ConversionError("auto_pad same_* with rounding_type ceil, a kernel smaller than its stride and "
                                   "dynamic spatial dims: the window count differs from ONNX SAME for some lengths")
         # SAME windows lie inside the padded input: both divisors are prod(k) (fact 4 in onnx_to_ir/pooling.py).
+        pad_since = first_opset_where("Pad", lambda row: "pads" not in row.attributes)
+        if (full_kernel_divisor or fill_empty_windows) and any(spec.dilation != 1 for spec in specs) and \
+                context.opset >= pad_since:
+            # onnxruntime computes SAME pads without the dilation (onnxruntime_gaps.py): where the padding values
+            # are the pool's own, the spec's pads from the runtime lengths as an explicit Pad hold for every runtime.
+            return OnnxWindows((0,) * rank, (0,) * rank, 0, same_at_run_time=auto_pad)
         return OnnxWindows((0,) * rank, (0,) * rank, 0, auto_pad.upper(), count_include_pad=int(full_kernel_divisor))
     explicit = auto_pad != "valid"
     specs = axis_specs(attrs["kernel"], attrs["strides"], attrs.get("dilations"),
@@ -84,23 +105,49 @@ def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding
     pads_end = tuple(spec.pad_end for spec in specs)
     padded = any(pads_begin) or any(pads_end)
     include = int(full_kernel_divisor and padded)
+    # Where the padding values are the pool's own (include-pad zeros, MaxPool's floor), an explicit Pad covers
+    # what ONNX pads cannot: a ceil overhang (OpenVINO divides by prod(k) there), a kept window of padding,
+    # and pads >= kernel (onnxruntime refuses those, the spec does not).
+    big_pads = any(b >= spec.kernel or e >= spec.kernel for b, e, spec in zip(pads_begin, pads_end, specs))
+    if include and (big_pads or rounding != "floor" and any(
+            overhang_possible(spec) or keeps_a_window_ceil_torch_drops(spec, rounding) for spec in specs)):
+        return _dynamic_cover(specs, rounding)
+    if fill_empty_windows and (big_pads or any(keeps_a_window_ceil_torch_drops(spec, rounding) for spec in specs)):
+        return _dynamic_cover(specs, rounding)
     if rounding == "floor":
         return OnnxWindows(pads_begin, pads_end, 0, count_include_pad=include)
-    if not ceil_allowed:
+    if not ceil_allowed and rounding != "floor":
         raise ConversionError(f"rounding_type={rounding} with dynamic spatial dims needs ceil_mode, which this "
                               f"ONNX op has from opset {ceil_since} (requested opset {context.opset})")
-    if include and any(overhang_possible(spec) for spec in specs):
-        raise ConversionError("exclude-pad=false with pads, ceil rounding and dynamic spatial dims: a window can "
-                              "reach past the padded input, where OpenVINO divides by the whole kernel and ONNX "
-                              "by the taps inside; the exact rewrite needs static dims")
     if any(keeps_a_window_ceil_torch_drops(spec, rounding) for spec in specs):
         raise ConversionError("rounding_type=ceil with dynamic spatial dims: for some lengths OpenVINO keeps a last "
                               "window that starts in the right padding, which ONNX ceil_mode drops")
     return OnnxWindows(pads_begin, pads_end, 1, count_include_pad=include)
 
 
+def _dynamic_cover(specs, rounding: str) -> OnnxWindows:
+    """Windows for dynamic lengths where the padding values are the pool's own (zeros that OpenVINO divides by
+    prod(k), or MaxPool's floor value): Pad by (pb, pe + s - 1), then floor without pads. floor over
+    L + pb + pe + s - 1 gives ceil((L + pb + pe - ek) / s) + 1 windows, OpenVINO's `ceil` count, each inside the
+    padded tensor; ceil_torch then drops a last window starting at or past L + pb: Slice to
+    ends = ceil((L + pb) / s) windows, the count of starts before L + pb (trim_ceil_torch). That slice drops at
+    most that one window when pe <= ek: the one before it starts below span = L + pb + pe - ek <= L + pb.
+
+    Worked example: k=3, s=2, pads (1, 1), L=6, ceil_torch: Pad to 1 + 6 + 2 = 9, floor gives 4 windows
+    (starts 0, 2, 4, 6 padded), ceil((6 + 1) / 2) = 4 kept; L=5: Pad to 8, 3 windows, ceil(6 / 2) = 3 kept.
+    """
+    if rounding == "ceil_torch" and any(spec.pad_end > spec.effective_kernel for spec in specs):
+        raise ConversionError("rounding_type=ceil_torch with pads_end larger than the dilated kernel and dynamic "
+                              "spatial dims: not converted (OpenVINO then keeps windows of padding alone, which "
+                              "needs a runtime window count this converter does not write)")
+    ceil = rounding != "floor"
+    return OnnxWindows(tuple(spec.pad_begin for spec in specs), tuple(spec.pad_end for spec in specs), 0,
+                       pre_pad_end=tuple(spec.pad_end + (spec.stride - 1 if ceil else 0) for spec in specs),
+                       trim_ceil_torch=rounding == "ceil_torch")
+
+
 def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_kernel_divisor: bool,
-                     ceil_allowed: bool, fill_empty_windows: bool) -> OnnxWindows:
+                     ceil_allowed: bool, fill_empty_windows: bool, average: bool) -> OnnxWindows:
     begins = tuple(w.pad_begin for w in windows)
     ends = tuple(w.pad_end for w in windows)
     padded = any(begins) or any(ends)
@@ -123,7 +170,10 @@ def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_
         # No window leaves the padded input, so ONNX counts prod(k) too; floor gives OpenVINO's count once
         # pads_end is trimmed to what the windows reach (a pad_end >= the kernel lets floor keep a window wholly
         # in the right padding that ceil_torch drops: L=1, k=1, pads (0, 1), ceil_torch -> 1 window, floor 2).
-        return OnnxWindows(begins, covering, 0, count_include_pad=1)
+        if _runs_on_onnxruntime(windows, begins, covering):
+            return OnnxWindows(begins, covering, 0, count_include_pad=1)
+        # onnxruntime refuses pads >= kernel: the same zeros as an explicit Pad, every window inside it.
+        return OnnxWindows(begins, covering, 0, pre_pad_end=covering)
     # The padding is inert from here on (include-pad layers with pads returned above; without pads
     # OpenVINO's exclude-pad=false divides by the real taps, like count_include_pad=0).
     candidates = []
@@ -138,11 +188,18 @@ def _static_geometry(windows: tuple[AxisWindow, ...], inert_padding: bool, full_
         candidates.append(OnnxWindows(begins, smallest, 1))
     # onnxruntime refuses pads >= kernel ("Pad should be smaller than kernel"), which the spec allows:
     # prefer a candidate it runs.
-    kernels = [w.kernel for w in windows]
     for candidate in candidates:
-        if all(b < k and e < k for b, e, k in zip(candidate.pads_begin, candidate.pads_end, kernels)):
+        if _runs_on_onnxruntime(windows, candidate.pads_begin, candidate.pads_end):
             return candidate
-    return candidates[0]
+    # None does: pad explicitly (with a value no window's result can come from: MaxPool's floor, or zeros
+    # for the sums of AveragePool, whose divisor the converter then corrects from prod(k) to the real taps).
+    real_taps = tuple(w.real_taps() for w in windows) if average else None
+    return OnnxWindows(begins, covering, 0, pre_pad_end=covering, real_taps=real_taps)
+
+
+def _runs_on_onnxruntime(windows: tuple[AxisWindow, ...], begins, ends) -> bool:
+    """onnxruntime refuses a pool pad >= kernel_shape ("Pad should be smaller than kernel"); the spec does not."""
+    return all(b < w.kernel and e < w.kernel for b, e, w in zip(begins, ends, windows))
 
 
 def pool_attributes(context: Context, layer: Layer, geometry: OnnxWindows, op_type: str) -> dict:
