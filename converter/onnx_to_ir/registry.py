@@ -31,9 +31,6 @@ CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
 
 NOT_YET = "not yet converted to IR"
 NOT_CONVERTED: dict[str, str] = {
-    # elementwise: IR has the layers since the pointwise family; the converters are not written yet
-    **dict.fromkeys(("Exp", "Log", "Not", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-                     "And", "Or", "Xor", "Where"), NOT_YET),
     # movement
     **dict.fromkeys(("GatherND", "Tile"), NOT_YET),
     # reduction

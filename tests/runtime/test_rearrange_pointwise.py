@@ -75,6 +75,13 @@ def _cases():
         opset1.logical_xor(opset1.logical_and(opset1.less(x, y), opset1.logical_not(opset1.equal(x, y))),
                            opset1.logical_or(opset1.greater(x, y), opset1.equal(x, y))),
     ])
+    # OpenVINO's CPU plugin computes Greater as not(a <= b) and GreaterEqual as not(a < b): true for NaN
+    nan_x = np.array([np.nan, 1, np.nan, 2, -np.inf, np.inf, 0.0, 3], np.float32)
+    nan_y = np.array([1, np.nan, np.nan, 1, -np.inf, np.inf, -0.0, 4], np.float32)
+    for dtype in (np.float32, np.float16):
+        case(f"compare_nan_{np.dtype(dtype).name}", {"x": nan_x.astype(dtype), "y": nan_y.astype(dtype)},
+             lambda x, y: [opset1.greater(x, y), opset1.greater_equal(x, y), opset1.less(x, y),
+                           opset1.less_equal(x, y), opset1.equal(x, y), opset1.not_equal(x, y)])
     case("select_broadcast", {"c": RNG.random((1, 3, 1)) < 0.5, "x": _f32(2, 3, 4), "y": _f32(4)},
          lambda c, x, y: [opset1.select(c, x, y)])
     case("f16_unary", {"x": _f32(3, 4).astype(np.float16)}, lambda x: [opset1.exp(x), opset1.sign(x),
