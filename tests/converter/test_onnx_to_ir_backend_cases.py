@@ -27,7 +27,7 @@ MODULES = ("abs", "add", "cast", "castlike", "ceil", "concat", "constant", "cons
            "reducel2", "reducemax", "reducemean", "reducemin", "reduceprod", "reducesum", "reducesumsquare",
            "reshape", "shape", "slice", "split", "sqrt", "squeeze", "sub", "sum", "transpose", "unsqueeze",
            "flatten", "sign", "exp", "log", "not_", "equal", "less", "greater", "less_or_equal", "greater_or_equal",
-           "and_", "or_", "xor", "where")
+           "and_", "or_", "xor", "where", "gathernd", "tile")
 
 # What poolir refuses, as the error says it (each a deliberate refusal, not a failure).
 REFUSED = (
