@@ -91,7 +91,8 @@ def not_equal(context: Context, layer: Layer) -> None:
 
 CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
     "Sign": _direct("Sign"), "Negative": _direct("Neg"), "Exp": exp, "Log": _direct("Log"),
-    "Equal": _direct("Equal"), "NotEqual": not_equal, "Less": _direct("Less"), "Greater": _negated("LessOrEqual", "Greater"),
+    "Equal": _direct("Equal"), "NotEqual": not_equal, "Less": _direct("Less"),
+    "Greater": _negated("LessOrEqual", "Greater"),
     "LessEqual": _direct("LessOrEqual"), "GreaterEqual": _negated("Less", "GreaterOrEqual"),
     "LogicalNot": _direct("Not"), "LogicalAnd": _direct("And"), "LogicalOr": _direct("Or"),
     "LogicalXor": _direct("Xor"), "Select": _direct("Where"),
