@@ -30,7 +30,8 @@ from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
-from poolir.runtime.onnx_ops.registry import ADAPTERS, NodeContext, first_opset, normalize_attributes, op_version
+from poolir.runtime.onnx_ops.registry import (ADAPTERS, NodeContext, arity_problem, first_opset, normalize_attributes,
+                                             op_version)
 from poolir.runtime.program import TensorSpec
 
 
@@ -101,11 +102,12 @@ def _check_inputs(step, names: list[str], label: str) -> None:
         accepted = len(parameters)
     while names and not names[-1]:
         names = names[:-1]
-    if accepted is not None and len(names) > accepted:
-        raise UsageError(f"{len(names)} inputs, but {label} takes at most {accepted}")
-    missing = [position for position in range(required) if position >= len(names) or not names[position]]
+    problem = arity_problem(label, required, accepted, len(names))
+    if problem:
+        raise UsageError(problem)
+    missing = [position for position in range(required) if not names[position]]
     if missing:
-        raise UsageError(f"required input {missing[0]} of {label} is not given ({len(names)} inputs)")
+        raise UsageError(f"input {missing[0]} of {label} is required but left out")
 
 
 class OnnxProgram:
@@ -216,7 +218,7 @@ class OnnxProgram:
                 if not outputs:
                     raise UsageError(f"the node has no outputs, {version.label} has at least one")
                 if node.op_type != "Constant" and not any(node.input):
-                    raise UsageError(f"required input 0 of {version.label} is not given (no inputs)")
+                    raise UsageError(f"input 0 of {version.label} is required but left out (no inputs)")
                 attrs = normalize_attributes(node, version)
                 if node.op_type == "Constant":  # evaluated now: its value is known before any run
                     self._constants[outputs[0]] = constant_value(attrs)

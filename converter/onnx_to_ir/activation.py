@@ -81,21 +81,15 @@ def _constant(node: OnnxNode, value: Value | None) -> np.ndarray | None:
 
 
 def clip(node: OnnxNode) -> list[Value]:
-    if not node.inputs or node.inputs[0] is None:
-        raise InvalidModelError(f"{node.version.label} needs its input")
-    x = node.inputs[0]
+    by_attributes = "min" in node.version.attributes  # Clip-1 and -6: bounds are attributes, not inputs
+    x, *operands = node.checked_inputs(1, 1 if by_attributes else 3, optional=(1, 2))
     attrs = node.attributes()
     node.check_element_type(x)
-    if "min" in node.version.attributes:  # Clip-1 and -6: attributes (Clip-1: absent means no bound)
-        if len(node.inputs) != 1:
-            raise InvalidModelError(f"{node.version.label} takes one input, got {len(node.inputs)}")
+    if by_attributes:  # Clip-1: an absent attribute means no bound
         low, high = attrs.get("min"), attrs.get("max")
         bounds = [None if v is None else np.asarray(v, dtype=np.float32) for v in (low, high)]
         constant = True
     else:
-        if len(node.inputs) > 3:
-            raise InvalidModelError(f"{node.version.label} takes at most three inputs, got {len(node.inputs)}")
-        operands = [*node.inputs[1:], None, None][:2]
         for what, value in zip(("min", "max"), operands):
             if value is not None and value.element_type != x.element_type:
                 raise InvalidModelError(f"{what} has element type {value.element_type}, the input {x.element_type}")
