@@ -24,7 +24,10 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
+from poolir.ir.budget import bytes_in_use
+from poolir.ir.errors import (BudgetError, FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError,
+                              node_label)
+from poolir.runtime.live_memory import LiveBytes, check_planned_peak, planned_peak, tensor_bytes
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
@@ -135,6 +138,18 @@ class OnnxProgram:
         self._checked_shapes = None
         self.outputs = [value.name for value in graph.output]
         self._steps = self._plan(graph, infos)
+        self._check_peak(infos)
+
+    def _check_peak(self, infos) -> None:
+        """Refuse a plan whose tensors live at once (constants, feeds, unreleased intermediates) exceed the budget."""
+        def size_of(name: str) -> int:
+            dtype, shape = infos.get(name, (None, None))
+            return tensor_bytes(shape, dtype)
+        resident = (sum(value.nbytes for value in self._constants.values() if isinstance(value, np.ndarray))
+                    + sum(size_of(spec.name) for spec in self.inputs))
+        peak, at = planned_peak([(outputs, releases) for _, _, outputs, _, releases in self._steps], size_of,
+                                resident)
+        check_planned_peak(peak, None if at < 0 else self._steps[at][3], self.source)
 
     # -- validation ---------------------------------------------------------------------------------
 
@@ -255,14 +270,22 @@ class OnnxProgram:
         if self._dynamic:  # the sizes of this run's tensors, known from the feeds: checked before any node runs
             shapes = {name: tuple(feeds[name].shape) for name in self._dynamic}
             if shapes != self._checked_shapes:
-                check_value_sizes(_value_info_types(with_input_shapes(self._model, shapes)), self.source)
+                infos = _value_info_types(with_input_shapes(self._model, shapes))
+                check_value_sizes(infos, self.source)
+                self._check_peak(infos)
                 self._checked_shapes = shapes
         values: dict[str, Any] = dict(self._constants)
         values.update(feeds)
+        live = LiveBytes()  # what the run holds: each kernel's own allocations must fit beside it
+        for value in values.values():
+            live.add(value)
         values[""] = None  # an omitted optional input
         for step, inputs, outputs, label, releases in self._steps:
             try:
-                results = step(*[values[name] for name in inputs])
+                with bytes_in_use(live.total):
+                    results = step(*[values[name] for name in inputs])
+            except BudgetError as error:
+                raise error.located(file=self.source, where=label) from None
             except PoolirError as error:
                 raise FeedError(f"for the given input shapes: {error.problem}", file=self.source,
                                 where=label) from None
@@ -275,6 +298,8 @@ class OnnxProgram:
             for name, result in zip(outputs, results):
                 if name:
                     values[name] = result
+                    live.add(result)
+            live.check(self.source, label)
             for name in releases:
-                del values[name]
+                live.remove(values.pop(name))
         return {name: values[name] for name in self.outputs}
