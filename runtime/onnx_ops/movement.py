@@ -88,7 +88,7 @@ def plan_reshape(ctx: NodeContext) -> Step:
 @adapter("Concat")
 def plan_concat(ctx: NodeContext) -> Step:
     axis = ctx.attrs["axis"]
-    return lambda *xs: (np.concatenate(xs, axis=axis),)
+    return lambda *xs: (kernels.concatenate(xs, axis),)
 
 
 @adapter("Split")
@@ -191,14 +191,14 @@ def constant_value(attrs: Mapping[str, Any]) -> np.ndarray:
 def plan_constant_of_shape(ctx: NodeContext) -> Step:
     value = ctx.attrs.get("value")
     fill = np.zeros(1, np.float32) if value is None else value.reshape(-1)
-    return lambda shape: (np.full(int_values(shape), fill[0], dtype=fill.dtype),)
+    return lambda shape: (kernels.full(int_values(shape), fill[:1].reshape(())),)
 
 
 @adapter("Expand")
 def plan_expand(ctx: NodeContext) -> Step:
     def run(x, shape):
         target = np.broadcast_shapes(x.shape, tuple(int_values(shape)))
-        return (np.array(np.broadcast_to(x, target)),)
+        return (kernels.broadcast(x, target),)
     return run
 
 
@@ -239,5 +239,5 @@ def plan_tile(ctx: NodeContext) -> Step:
         times = int_values(repeats)
         if len(times) != x.ndim or any(t < 0 for t in times):
             raise UsageError(f"repeats {times} must hold one non-negative value per input axis ({x.ndim})")
-        return (np.tile(x, times),)
+        return (kernels.tile(x, times),)
     return run
