@@ -30,7 +30,7 @@ from poolir.ir.model import Layer, Model
 from poolir.ir.schema import refuse_unknown_layers
 from poolir.ir.validate import topological_order, validate_graph
 from poolir.runtime.ir_ops.registry import BUILDERS, EXECUTOR_LAYER_TYPES, LayerFn, LayerInfo, supported_layer_types
-from poolir.runtime.live_memory import LiveBytes, check_planned_peak, planned_peak, tensor_bytes
+from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.program import TensorSpec
 
 
@@ -99,11 +99,10 @@ class IRProgram:
         sizes = {slot: tensor_bytes(tuple(dim.value for dim in info.shape), DTYPES.get(info.element_type))
                  for key, info in inference.outputs.items() if (slot := self._slot_of.get(key)) is not None}
         resident = sum(sizes.get(slot, 0) for slot in (*self._constants, *(slot for _, slot in self._parameters)))
-        peak, at = planned_peak([(step.outputs, step.releases) for step in self._steps],
-                                lambda slot: sizes.get(slot, 0), resident)
-        where = None if at < 0 else layer_label(self._steps[at].layer.name, self._steps[at].layer.id,
-                                                self._steps[at].layer.type)
-        check_planned_peak(peak, where, self.file)
+        steps = self._steps
+        check_planned_peak([(step.outputs, step.releases) for step in steps], lambda slot: sizes.get(slot, 0),
+                           resident, lambda at: layer_label(steps[at].layer.name, steps[at].layer.id,
+                                                            steps[at].layer.type), self.file)
 
     def _with_releases(self, steps: list[_Step]) -> list[_Step]:
         """Each step with the slots it reads or writes for the last time (not Results' nor constants'),

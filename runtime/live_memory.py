@@ -35,12 +35,15 @@ def tensor_bytes(shape, dtype) -> int:
 
 
 def planned_peak(steps: Sequence[tuple[Iterable[Hashable], Iterable[Hashable]]], size_of: Callable[[Hashable], int],
-                 resident: int) -> tuple[int, int]:
+                 resident: int, limit: int | None = None) -> tuple[int, int]:
     """(peak bytes, index of the step where it is first reached; -1: before any step) for `steps` given as
-    (outputs, releases) keys, `size_of` a key's bytes (0 when unknown), `resident` the bytes held throughout."""
+    (outputs, releases) keys, `size_of` a key's bytes (0 when unknown), `resident` the bytes held throughout.
+    With a `limit`, the first step whose live set exceeds it is returned at once (the step to name)."""
     live = peak = resident
     at = -1
     for index, (outputs, releases) in enumerate(steps):
+        if limit is not None and peak > limit:
+            break
         live += sum(size_of(key) for key in outputs)
         if live > peak:
             peak, at = live, index
@@ -48,10 +51,14 @@ def planned_peak(steps: Sequence[tuple[Iterable[Hashable], Iterable[Hashable]]],
     return peak, at
 
 
-def check_planned_peak(peak: int, where: str | None, file: str | None) -> None:
-    """Refuse a planned peak above the budget, located at the step where it is reached."""
+def check_planned_peak(steps: Sequence[tuple[Iterable[Hashable], Iterable[Hashable]]],
+                       size_of: Callable[[Hashable], int], resident: int, label_of: Callable[[int], str],
+                       file: str | None) -> None:
+    """Refuse a plan whose live set exceeds the budget, located at the first step where it does."""
     limit = max_memory()
+    peak, at = planned_peak(steps, size_of, resident, limit)
     if peak > limit:
+        where = None if at < 0 else label_of(at)
         raise BudgetError(f"the tensors live at once at this step need {peak} bytes (constants, inputs and "
                           f"intermediates not yet freed), which exceeds the memory budget of {human_size(limit)} (raise it "
                           f"with --max-memory or {ENVIRONMENT_VARIABLE})", file=file, where=where)

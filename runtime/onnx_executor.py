@@ -27,7 +27,7 @@ from onnx import numpy_helper
 from poolir.ir.budget import bytes_in_use
 from poolir.ir.errors import (BudgetError, FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError,
                               node_label)
-from poolir.runtime.live_memory import LiveBytes, check_planned_peak, planned_peak, tensor_bytes
+from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import default_opset, refuse_unsupported
@@ -147,9 +147,8 @@ class OnnxProgram:
             return tensor_bytes(shape, dtype)
         resident = (sum(value.nbytes for value in self._constants.values() if isinstance(value, np.ndarray))
                     + sum(size_of(spec.name) for spec in self.inputs))
-        peak, at = planned_peak([(outputs, releases) for _, _, outputs, _, releases in self._steps], size_of,
-                                resident)
-        check_planned_peak(peak, None if at < 0 else self._steps[at][3], self.source)
+        check_planned_peak([(outputs, releases) for _, _, outputs, _, releases in self._steps], size_of, resident,
+                           lambda at: self._steps[at][3], self.source)
 
     # -- validation ---------------------------------------------------------------------------------
 

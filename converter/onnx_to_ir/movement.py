@@ -27,6 +27,7 @@ from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
 from poolir.runtime import onnx_ops
 from poolir.runtime.kernels.movement import even_split_sizes
+from poolir.runtime.onnx_ops.movement import num_outputs_problem
 
 _INDEX_TYPES = ("i32", "i64")
 
@@ -104,8 +105,9 @@ def split(node: OnnxNode) -> list[Value]:
         sizes = _ints(node, given, "the split input")
     num_outputs = attrs.get("num_outputs")
     if sizes is None and num_outputs is not None:
-        if num_outputs != parts:
-            raise InvalidModelError(f"num_outputs = {num_outputs} but the node has {parts} outputs")
+        problem = num_outputs_problem(num_outputs, parts)
+        if problem:
+            raise InvalidModelError(problem)
         length = x.shape[axis]
         if length is None:
             raise ConversionError(f"Split num_outputs on a dynamic axis {axis} has no IR equivalent")

@@ -97,6 +97,9 @@ def plan_split(ctx: NodeContext) -> Step:
     attribute_split = ctx.attrs.get("split")
     num_outputs = ctx.attrs.get("num_outputs")
     parts = ctx.output_count
+    problem = num_outputs_problem(num_outputs, parts)
+    if problem:
+        raise UsageError(problem)
 
     def run(x, split=None):
         length = x.shape[axis]
@@ -114,6 +117,13 @@ def plan_split(ctx: NodeContext) -> Step:
             raise UsageError(f"split sizes {sizes} do not add up to the axis length {length}")
         return tuple(kernels.split(x, axis, sizes))
     return run
+
+
+def num_outputs_problem(num_outputs: int | None, parts: int) -> str | None:
+    """Split-18's num_outputs must be the node's output count (the one reading of runtime and converter)."""
+    if num_outputs is not None and num_outputs != parts:
+        return f"attribute 'num_outputs' = {num_outputs}: must equal the node's output count ({parts})"
+    return None
 
 
 @adapter("Slice")
