@@ -131,11 +131,7 @@ class IRProgram:
 
     def _plan_parameter(self, layer: Layer, outputs: tuple[int, ...]) -> None:
         port = layer.outputs[0]
-        name = port.names[0] if port.names else layer.name
-        seen = self.__dict__.setdefault("_input_names", set())  # a set: a scan per Parameter was quadratic
-        if name in seen:
-            raise InvalidModelError(f"two Parameters have the input name '{name}'")
-        seen.add(name)
+        name = port.names[0] if port.names else layer.name  # unique: ir.validate.check_names
         element_type = layer.attrs.get("element_type") or port.element_type
         if element_type is None:
             raise InvalidModelError("the Parameter has no element_type")
@@ -160,11 +156,7 @@ class IRProgram:
     def _plan_result(self, layer: Layer, source: tuple[int, int], layers: dict[int, Layer],
                      inputs: tuple[int, ...]) -> None:
         port = layers[source[0]].port(source[1])
-        name = port.names[0] if port.names else layer.name
-        seen = self.__dict__.setdefault("_output_names", set())  # a set: a scan per Result was quadratic
-        if name in seen:
-            raise InvalidModelError(f"two Results have the output name '{name}'")
-        seen.add(name)
+        name = port.names[0] if port.names else layer.name  # unique: ir.validate.check_names
         self.outputs.append(name)
         self._results.append((name, inputs[0]))
 

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import heapq
 import inspect
 import math
 from typing import Any, Mapping
@@ -30,7 +29,7 @@ from poolir.ir.errors import (BudgetError, FeedError, InvalidModelError, PoolirE
 from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
-from poolir.runtime.onnx_model import default_opset, refuse_unsupported
+from poolir.runtime.onnx_model import default_opset, in_dependency_order, order_nodes, refuse_unsupported
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
 from poolir.runtime.onnx_ops.registry import (ADAPTERS, NodeContext, arity_problem, first_opset, normalize_attributes,
@@ -118,8 +117,9 @@ class OnnxProgram:
 
     def __init__(self, model: onnx.ModelProto, *, source: str | None = None):
         self.source = source
-        graph = model.graph
-        refuse_external_data(model, source)  # never resolved against the current folder
+        refuse_external_data(model, source)
+        model, _ = in_dependency_order(model, source)  # onnx shape inference (planning) reads the file order
+        graph = model.graph  # never resolved against the current folder
         self.opset = default_opset(model, source)
         refuse_unsupported(model, self.opset, self._supports, first_opset, source=source)
 
@@ -169,47 +169,11 @@ class OnnxProgram:
     # -- planning -----------------------------------------------------------------------------------
 
     def _ordered_nodes(self, graph: onnx.GraphProto) -> list[tuple[int, onnx.NodeProto]]:
-        """Nodes in an order where every input is produced before use (ONNX requires the file order to
-        be one already; other orders are accepted, dangling inputs and cycles are not).
-
-        Kahn's algorithm, the ready node earliest in the file first (a sorted graph keeps its order): linear
-        in the graph's size up to the heap's log, whatever the file order."""
-        available = {"", *self._constants, *(v.name for v in graph.input)}
-        nodes = list(graph.node)
-        waiting = [0] * len(nodes)
-        consumers: dict[str, list[int]] = {}
-        for index, node in enumerate(nodes):
-            missing = {name for name in node.input if name not in available}
-            waiting[index] = len(missing)
-            for name in missing:
-                consumers.setdefault(name, []).append(index)
-        ready = [index for index, count in enumerate(waiting) if count == 0]
-        heapq.heapify(ready)
-        ordered = []
-        while ready:
-            index = heapq.heappop(ready)
-            node = nodes[index]
-            ordered.append((index, node))
-            for name in node.output:
-                if name in available:
-                    continue
-                available.add(name)
-                for consumer in consumers.pop(name, ()):
-                    waiting[consumer] -= 1
-                    if waiting[consumer] == 0:
-                        heapq.heappush(ready, consumer)
-        if len(ordered) != len(nodes):
-            done = {index for index, _ in ordered}
-            remaining = [index for index in range(len(nodes)) if index not in done]
-            index, node = remaining[0], nodes[remaining[0]]
-            missing = [name for name in node.input if name not in available]
-            produced_later = {out for i in remaining for out in nodes[i].output}
-            problem = ("is part of a cycle" if all(m in produced_later for m in missing)
-                       else "is produced by no node, initializer or graph input")
-            raise InvalidModelError(f"input '{missing[0]}' {problem}", file=self.source,
-                                    where=self._label(index, node))
+        ordered = order_nodes(graph, {"", *self._constants, *(v.name for v in graph.input)}, self.source)
+        produced = {"", *self._constants, *(v.name for v in graph.input)}
+        produced.update(name for _, node in ordered for name in node.output)
         for name in self.outputs:
-            if name not in available:
+            if name not in produced:
                 raise InvalidModelError(f"graph output '{name}' is produced by no node or input", file=self.source)
         return ordered
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+
+from poolir import runtime
+from tests import peers
 
 from tests.robustness.big_graphs import _net, _parameter, _port, _result
 from tests.robustness.cli_check import invoke_cli
@@ -75,10 +79,41 @@ def _maxpool(layer_id: int, name: str, names: str) -> str:
      "the tensor name 'x' is also the name of an output of layer 'x' (id 0, Parameter)"),
     ([_parameter(0, "x"), _maxpool(1, "pool", "x"), _result(2, "r")], [(0, 0, 1, 0), (1, 1, 2, 0)],
      "the tensor name 'x' is also the name of an output of layer 'x' (id 0, Parameter)"),
+    # OpenVINO runs it, but names both outputs {'y'}: the second Result is refused by every command.
+    ([_parameter(0, "x"), _maxpool(1, "pool", "y").replace("(1, 2)", "(1, 1, 2)"), _result(2, "r0"),
+      _result(3, "r1")], [(0, 0, 1, 0), (1, 1, 2, 0), (1, 1, 3, 0)],
+     "layer 'r1' (id 3, Result): two Results have the output name 'y'"),
 ])
 def test_ir_names_have_one_reading(tmp_path, layers, edges, problem):
     path = tmp_path / "m.xml"
     path.write_text(_net(layers, edges))
-    for command in _commands(path, tmp_path):
+    for command in _commands(path, tmp_path) + [["inspect", path]]:
         result = invoke_cli("one-reading", command, names=str(path), allowed=(2,))
         assert problem in result.stderr
+
+
+def test_nodes_out_of_topological_order_are_read_in_dependency_order_by_every_command(tmp_path):
+    """ONNX requires a topologically sorted node list (onnx.checker refuses another), but onnxruntime and OpenVINO
+    read any order in dependency order: every poolir command does too, and convert and inspect warn, naming the
+    first node listed too late."""
+    nodes = [helper.make_node("Relu", ["a"], ["y"], name="relu"), helper.make_node("Neg", ["x"], ["a"], name="neg")]
+    path = _onnx(tmp_path / "m.onnx", nodes, [_value("x")], [_value("y")])
+    warning = ("the nodes are not in topological order, as ONNX requires (node 'neg' (Neg) is listed after a node "
+               "that reads its output); read in dependency order, as onnxruntime and OpenVINO do")
+    for command in ([["inspect", path]] + _commands(path, tmp_path)):
+        result = invoke_cli("one-reading", command, names=str(path), allowed=(0,))
+        assert (warning in result.stderr) == (command[0] in ("inspect", "convert")), result.stderr
+    x = np.array([[1, -2, 3]], np.float32)
+    expected = peers.onnxruntime_run(onnx.load(path), {"x": x})["y"]  # the oracle: [0, 2, 0]
+    assert expected.tolist() == [[0, 2, 0]]
+    for model in (path, tmp_path / "o.xml"):
+        assert runtime.run(model, {"x": x})["y"].tolist() == expected.tolist()
+
+
+def test_a_cycle_is_refused_by_every_command_naming_the_node(tmp_path):
+    nodes = [helper.make_node("Relu", ["b"], ["a"], name="one"), helper.make_node("Neg", ["a"], ["b"], name="two"),
+             helper.make_node("Add", ["a", "x"], ["y"], name="out")]
+    path = _onnx(tmp_path / "m.onnx", nodes, [_value("x")], [_value("y")])
+    for command in [["inspect", path]] + _commands(path, tmp_path):
+        result = invoke_cli("one-reading", command, names=str(path), allowed=(2,))
+        assert "node 'one' (Relu): input 'b' is part of a cycle" in result.stderr, result.stderr
