@@ -212,6 +212,8 @@ class OnnxProgram:
                 _check_inputs(step, list(node.input), version.label)
             except UsageError as error:
                 raise InvalidModelError(error.problem, file=self.source, where=label) from None
+            except PoolirError as error:
+                raise error.located(file=self.source, where=label) from None
             steps.append([step, list(node.input), outputs, label, ()])
         # Release each intermediate value after its last use (graph outputs and constants are kept).
         keep = set(self.outputs)
@@ -247,7 +249,7 @@ class OnnxProgram:
             try:
                 with bytes_in_use(live.total):
                     results = step(*[values[name] for name in inputs])
-            except BudgetError as error:
+            except (BudgetError, InvalidModelError) as error:  # the model's fault whatever the feeds: as convert says
                 raise error.located(file=self.source, where=label) from None
             except PoolirError as error:
                 raise FeedError(f"for the given input shapes: {error.problem}", file=self.source,

@@ -31,6 +31,7 @@ import numpy as np
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.errors import ConversionError, InvalidModelError
+from poolir.ir.shapes import checked_axis
 from poolir.runtime.onnx_ops.activation import softmax_along_axis
 
 _PLAIN = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "HardSwish": "HSwish"}
@@ -132,10 +133,7 @@ def softmax(node: OnnxNode) -> list[Value]:
     x, attrs = node.checked_single_input()
     layer_type = "SoftMax" if node.version.op_type == "Softmax" else "LogSoftmax"
     rank = len(x.shape)
-    axis = attrs["axis"]
-    if not -rank <= axis < rank:
-        raise InvalidModelError(f"axis {axis} is out of range for an input of rank {rank}")
-    axis %= rank
+    axis = checked_axis(attrs["axis"], rank)
     trailing = x.shape[axis + 1:]
     if softmax_along_axis(node.version.op_type, node.version.since) or all(d == 1 for d in trailing):
         ref = node.add(layer_type, [x.ref], {"axis": axis}, name=node.name, newest=True)[0]

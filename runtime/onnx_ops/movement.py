@@ -12,7 +12,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from poolir.ir.errors import UsageError
+from poolir.ir.errors import InvalidModelError, UsageError
+from poolir.ir.shapes import axis_problem, checked_axes, checked_axis
 from poolir.runtime.kernels import movement as kernels
 from poolir.runtime.kernels import rearrange as rearrange_kernels
 from poolir.runtime.onnx_ops.registry import (FLOAT, FLOATS, INT, INTS, REMOVED, SPARSE, STRING, STRINGS, TENSOR,
@@ -88,7 +89,7 @@ def plan_reshape(ctx: NodeContext) -> Step:
 @adapter("Concat")
 def plan_concat(ctx: NodeContext) -> Step:
     axis = ctx.attrs["axis"]
-    return lambda *xs: (kernels.concatenate(xs, axis),)
+    return lambda *xs: (kernels.concatenate(xs, checked_axis(axis, xs[0].ndim)),)
 
 
 @adapter("Split")
@@ -102,7 +103,7 @@ def plan_split(ctx: NodeContext) -> Step:
         raise UsageError(problem)
 
     def run(x, split=None):
-        length = x.shape[axis]
+        length = x.shape[checked_axis(axis, x.ndim)]
         if attribute_split is not None or split is not None:
             sizes = list(attribute_split) if attribute_split is not None else int_values(split)
         elif num_outputs is not None:
@@ -142,23 +143,25 @@ def plan_slice(ctx: NodeContext) -> Step:
 @adapter("Squeeze")
 def plan_squeeze(ctx: NodeContext) -> Step:
     attribute_axes = ctx.attrs.get("axes")
+    what = "attribute 'axes'" if "axes" in ctx.version.attributes else "input 'axes'"
 
     def run(x, axes=None):
         chosen = attribute_axes if attribute_axes is not None else (None if axes is None else int_values(axes))
         if chosen is None:
             return (np.squeeze(x),)
-        return (np.squeeze(x, axis=tuple(a % x.ndim for a in chosen)),)
+        return (np.squeeze(x, axis=tuple(checked_axes(chosen, x.ndim, what))),)
     return run
 
 
 @adapter("Unsqueeze")
 def plan_unsqueeze(ctx: NodeContext) -> Step:
     attribute_axes = ctx.attrs.get("axes")
+    what = "attribute 'axes'" if "axes" in ctx.version.attributes else "input 'axes'"
 
     def run(x, axes=None):
         chosen = list(attribute_axes) if attribute_axes is not None else int_values(axes)
         rank = x.ndim + len(chosen)
-        return (np.expand_dims(x, tuple(a % rank for a in chosen)),)
+        return (np.expand_dims(x, tuple(checked_axes(chosen, rank, what))),)
     return run
 
 
@@ -166,7 +169,7 @@ def plan_unsqueeze(ctx: NodeContext) -> Step:
 def plan_gather(ctx: NodeContext) -> Step:
     axis = ctx.attrs.get("axis", 0)
 
-    return lambda x, indices: (kernels.gather(x, indices, axis),)
+    return lambda x, indices: (kernels.gather(x, indices, checked_axis(axis, x.ndim)),)
 
 
 @adapter("Shape")
@@ -220,8 +223,7 @@ def plan_flatten(ctx: NodeContext) -> Step:
 
     def run(x):
         if not (lowest * x.ndim <= axis <= x.ndim):
-            raise UsageError(f"attribute 'axis' = {axis} is out of range for rank {x.ndim} "
-                             f"({lowest * x.ndim}..{x.ndim})")
+            raise InvalidModelError(axis_problem("attribute 'axis'", axis, x.ndim, lowest * x.ndim, x.ndim))
         position = axis + x.ndim if axis < 0 else axis
         return (x.reshape(math.prod(x.shape[:position]), math.prod(x.shape[position:])),)
     return run

@@ -7,6 +7,7 @@ first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) a
 from __future__ import annotations
 
 from poolir.ir.errors import UsageError
+from poolir.ir.shapes import checked_axes
 from poolir.runtime.kernels.reduction import reduce
 from poolir.runtime.onnx_ops.registry import (INT, INTS, REMOVED, Attribute, NodeContext, Step, adapter, define,
                                               int_values)
@@ -36,7 +37,6 @@ def plan_reduce(ctx: NodeContext) -> Step:
         chosen = list(attribute_axes) if attribute_axes is not None else ([] if axes is None else int_values(axes))
         if not chosen and noop:
             return (x,)
-        if any(not -x.ndim <= axis < x.ndim for axis in chosen) or len({a % x.ndim for a in chosen}) != len(chosen):
-            raise UsageError(f"axes {chosen[:8]} are out of range or repeated for an input of rank {x.ndim}")
+        checked_axes(chosen, x.ndim, "attribute 'axes'" if attribute_axes is not None else "input 'axes'")
         return (reduce(x, kind, chosen, keepdims),)
     return run
