@@ -160,7 +160,7 @@ def _gather(info):
         batch = batch_dims % indices.ndim if batch_dims < 0 else batch_dims
         if batch > axis:
             raise InvalidModelError(f"batch_dims {batch} is greater than axis {axis} (Gather needs batch_dims <= axis)")
-        return (kernels.gather(data, indices, axis, batch),)
+        return (kernels.gather(data, indices, axis, batch, zero_out_of_range=True),)  # OpenVINO: zeros
 
     return run
 

@@ -59,9 +59,11 @@ def even_split_sizes(length: int, parts: int) -> list[int]:
 
 
 
-def gather(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int = 0) -> np.ndarray:
+def gather(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int = 0,
+           zero_out_of_range: bool = False) -> np.ndarray:
     """Take `indices` along `axis` of data (ONNX Gather, OpenVINO Gather); a negative index counts back
-    from the end of the axis.
+    from the end of the axis. An index outside [-size, size) is an error in ONNX (numpy's IndexError here);
+    OpenVINO's CPU plugin gives zeros for it (`zero_out_of_range`, measured with openvino 2026.4, Gather-8).
 
     With batch_dims = b > 0 the first b axes of data and indices are batch axes, gathered independently
     (OpenVINO Gather-7/8; b <= axis): out[B, P, I, Q] = data[B, P, indices[B, I], Q], where B are the batch
@@ -70,6 +72,13 @@ def gather(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int = 0
     check_allocation(data.shape[:axis] + indices.shape + data.shape[axis + 1:], data.itemsize, "the gathered output")
     positions = indices.astype(np.int64, copy=False)
     positions = np.where(positions < 0, positions + data.shape[axis], positions)
+    if zero_out_of_range:
+        valid = (positions >= 0) & (positions < data.shape[axis])
+        if not valid.all():
+            taken = gather(data, np.where(valid, positions, 0), axis, batch_dims)
+            mask = valid.reshape(indices.shape[:batch_dims] + (1,) * (axis - batch_dims) + indices.shape[batch_dims:]
+                                 + (1,) * (data.ndim - axis - 1))
+            return np.where(mask, taken, np.zeros((), data.dtype))
     if batch_dims == 0:
         return np.take(data, positions, axis=axis)
     # One advanced-indexing call: the gathered axis moved next to the batch axes, which are indexed by
