@@ -19,7 +19,7 @@ from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPS
 from poolir.converter.ir_to_onnx.onnxruntime_gaps import onnxruntime_warnings
 from poolir.converter.onnx_to_ir import onnx_to_ir
 from poolir.converter.peers import openvino_v10_output_names
-from poolir.ir.atomic import refuse_overwriting_inputs, write_files_atomically
+from poolir.ir.atomic import check_output_path, refuse_overwriting_inputs, write_files_atomically
 from poolir.converter.input_shapes import input_shape_option
 from poolir.ir.errors import PoolirError, UsageError, printable
 from poolir.runtime.onnx_model import load_onnx
@@ -53,7 +53,7 @@ class ConvertProgress:
 
 @click.command("convert")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("-o", "--output", "destination", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--output", "destination", type=click.Path(dir_okay=False),
               help="OUT.xml (from .onnx; OUT.bin is written beside it when needed) or OUT.onnx (from .xml). "
                    "Default: SOURCE's stem in the current folder. A missing folder is created.")
 @click.option("--opset", type=int, default=None,
@@ -68,6 +68,9 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
     model.xml -> model.onnx."""
     if destination is None:
         destination = Path(source.stem + {"onnx": ".xml", "ir": ".onnx"}[model_kind(source)])
+    else:  # as given: Path() would read "" as "." and drop the slash of "out/", which check_output_path refuses
+        check_output_path(destination)
+        destination = Path(destination)
     kinds = (source.suffix.lower(), destination.suffix.lower())
     findings: list[str] = []  # the checker's warnings, shown once the conversion succeeded (an error is one line)
     # No output (OUT, and the OUT.bin beside an OUT.xml) may replace an input (SRC, and the SRC.bin beside an SRC.xml).

@@ -37,11 +37,7 @@ def fix_shapes(inputs: Sequence[TensorSpec], shapes: Mapping[str, Sequence[int]]
     come from files: their arrays decide their shapes.
     """
     shapes = dict(shapes or {})
-    declared = [spec.name for spec in inputs]
-    unknown = [name for name in shapes if name not in declared]
-    if unknown:
-        raise UsageError(f"--input-shape names unknown input {', '.join(repr(n) for n in unknown)} (the model's "
-                         f"inputs are: {', '.join(repr(n) for n in declared) or 'none'})", file=source)
+    refuse_unknown_names(shapes, inputs, source, UsageError, "--input-shape names ")
     fixed = []
     for spec in inputs:
         shape = spec.shape
@@ -68,6 +64,16 @@ def fix_shapes(inputs: Sequence[TensorSpec], shapes: Mapping[str, Sequence[int]]
     return fixed
 
 
+def refuse_unknown_names(names, inputs: Sequence[TensorSpec], source: str | None, error=FeedError,
+                         prefix: str = "") -> None:
+    """The one check that every name given for an input (a feed, an --input-shape) is a declared input."""
+    declared = [spec.name for spec in inputs]
+    unknown = [name for name in names if name not in declared]
+    if unknown:
+        raise error(f"{prefix}unknown input {', '.join(repr(n) for n in unknown)} (the model's inputs "
+                    f"are: {', '.join(repr(n) for n in declared) or 'none'})", file=source)
+
+
 def complete_feeds(inputs: Sequence[TensorSpec], given: Mapping[str, np.ndarray] | None, seed: int, source: str,
                    hint: str = RUN_INPUT_HINT) -> dict[str, np.ndarray]:
     """A feed for every declared input: the given array where one is named (a bfloat16 stored as raw
@@ -77,11 +83,7 @@ def complete_feeds(inputs: Sequence[TensorSpec], given: Mapping[str, np.ndarray]
     is a UsageError whose message says how to give it (`hint`, with {name} filled in). Both name `source`.
     """
     given = dict(given or {})
-    declared = [spec.name for spec in inputs]
-    unknown = [name for name in given if name not in declared]
-    if unknown:
-        raise FeedError(f"unknown input {', '.join(repr(n) for n in unknown)} (the model's inputs are: "
-                        f"{', '.join(repr(n) for n in declared) or 'none'})", file=source)
+    refuse_unknown_names(given, inputs, source, FeedError)
     feeds = {}
     for position, spec in enumerate(inputs):
         if spec.name in given:

@@ -10,6 +10,7 @@ they are installed before it uses them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
@@ -43,12 +44,33 @@ def onnxruntime_run(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndar
     return dict(zip(names, session.run(names, dict(feeds))))
 
 
+@contextlib.contextmanager
+def openvino_telemetry_off():
+    """`import openvino` and openvino.convert_model report to an analytics server from a forked process
+    (openvino_telemetry: on unless a consent file in the home folder says no, off when CI=true). poolir contacts
+    no server and leaves the home folder alone: CI=true for the import and each conversion, then as it was."""
+    saved = os.environ.get("CI")
+    os.environ["CI"] = "true"
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["CI"]
+        else:
+            os.environ["CI"] = saved
+
+
+def openvino_module():
+    """The openvino module, imported with its telemetry off (importing it sends an event too)."""
+    with openvino_telemetry_off():
+        import openvino
+    return openvino
+
+
 @functools.lru_cache(maxsize=1)
 def openvino_core():
     """One OpenVINO Core per process: creating one loads the plugins, which costs more than a small model."""
-    import openvino as ov
-
-    return ov.Core()
+    return openvino_module().Core()
 
 
 def openvino_run_xml(xml_path: str | os.PathLike, feeds: Mapping[str, np.ndarray],
@@ -87,27 +109,29 @@ def openvino_v10_output_names(model) -> list[tuple[str, str]]:
 
 def openvino_run_onnx(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """OpenVINO's own ONNX frontend + CPU plugin (to compare poolir's conversion with OpenVINO's)."""
-    import openvino as ov
-
+    ov = openvino_module()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "model.onnx")
         onnx.save(model, path)
-        return _openvino_infer(ov.convert_model(str(path)), feeds)
+        with openvino_telemetry_off():
+            converted = ov.convert_model(str(path))
+        return _openvino_infer(converted, feeds)
 
 
 def openvino_convert_to_xml(model, xml_path: str | os.PathLike) -> Path:
     """OpenVINO's own ONNX -> IR conversion, saved without fp16 compression beside `xml_path`."""
-    import openvino as ov
-
+    ov = openvino_module()
     xml_path = Path(xml_path)
     onnx_path = xml_path.with_suffix(".onnx")
     onnx.save(model, onnx_path)
-    ov.save_model(ov.convert_model(str(onnx_path)), str(xml_path), compress_to_fp16=False)
+    with openvino_telemetry_off():
+        converted = ov.convert_model(str(onnx_path))
+    ov.save_model(converted, str(xml_path), compress_to_fp16=False)
     return xml_path
 
 
 def _openvino_infer(model, feeds: Mapping[str, np.ndarray], output_names: Iterable[str] = ()):
-    import openvino as ov
+    ov = openvino_module()
 
     compiled = openvino_core().compile_model(model, "CPU", OPENVINO_CPU_CONFIG)
     inputs = {}

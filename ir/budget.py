@@ -10,6 +10,8 @@ headers, before inflating), and each operator's output at run time where its siz
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
 import re
@@ -20,6 +22,9 @@ DEFAULT_MAX_MEMORY = 2 * 2**30
 ENVIRONMENT_VARIABLE = "POOLIR_MAX_MEMORY"
 _UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _override: int | None = None
+# Bytes of tensors a run holds while its current step runs (set by the executors, runtime.live_memory): an
+# allocation whose size only the run decides must fit in what the budget leaves beside them.
+_in_use: contextvars.ContextVar[int] = contextvars.ContextVar("poolir_bytes_in_use", default=0)
 
 
 def parse_size(text: str) -> int:
@@ -49,7 +54,7 @@ def max_memory() -> int:
         raise UsageError(f"{ENVIRONMENT_VARIABLE}: {error.problem}") from None
 
 
-def _human(size: int) -> str:
+def human_size(size: int) -> str:
     for unit in ("T", "G", "M", "K"):
         if size >= _UNITS[unit] and size % _UNITS[unit] == 0:
             return f"{size // _UNITS[unit]} {unit}iB"
@@ -60,7 +65,7 @@ def check_bytes(size: int, what: str, *, file=None, where: str | None = None) ->
     """Raise BudgetError when `size` bytes exceed the budget; `what` says what would be allocated."""
     limit = max_memory()
     if size > limit:
-        raise BudgetError(f"{what} {size} bytes exceeds the memory budget of {_human(limit)} (raise it with "
+        raise BudgetError(f"{what} {size} bytes exceeds the memory budget of {human_size(limit)} (raise it with "
                           f"--max-memory or {ENVIRONMENT_VARIABLE})", file=file, where=where)
 
 
@@ -69,3 +74,26 @@ def check_tensor(shape, itemsize: int, what: str, *, file=None, where: str | Non
     count = math.prod(max(int(d), 1) for d in shape) if len(shape) else 1
     check_bytes(count * max(int(itemsize), 1), f"{what} of shape {list(shape)[:8]}{'...' if len(shape) > 8 else ''}:",
                 file=file, where=where)
+
+
+@contextlib.contextmanager
+def bytes_in_use(size: int):
+    """While the block runs, `size` bytes of live tensors count against the budget of check_allocation."""
+    token = _in_use.set(int(size))
+    try:
+        yield
+    finally:
+        _in_use.reset(token)
+
+
+def check_allocation(shape, itemsize: int, what: str) -> None:
+    """Before a kernel allocates a tensor whose size the run decides (a Tile by computed repeats, a Broadcast to a
+    computed shape, im2col columns...): raise BudgetError when it does not fit in the budget beside the tensors
+    the run already holds. The executor adds the file and the node."""
+    count = math.prod(int(d) for d in shape) if len(shape) else 1
+    size, used, limit = count * max(int(itemsize), 1), _in_use.get(), max_memory()
+    if used + size > limit:
+        dims = ",".join(str(int(d)) for d in list(shape)[:8]) + (",..." if len(shape) > 8 else "")
+        held = f" beside {used} bytes of live tensors" if used else ""
+        raise BudgetError(f"{what} [{dims}] needs {size} bytes, which{held} exceeds the memory budget of "
+                          f"{human_size(limit)} (raise it with --max-memory or {ENVIRONMENT_VARIABLE})")

@@ -60,10 +60,36 @@ def broadcast_shapes(a: Shape, b: Shape) -> Shape:
     return tuple(out)
 
 
+def axis_problem(what: str, value, rank: int, low: int | None = None, high: int | None = None) -> str:
+    """The one wording of an axis out of range, for every op of both worlds and the converter:
+    `attribute 'axis' = 7 is out of range for rank 2 (valid -2..1)`; `what` names the attribute or input."""
+    low, high = (-rank if low is None else low), (rank - 1 if high is None else high)
+    return f"{what} = {value} is out of range for rank {rank} (valid {low}..{high})"
+
+
+def checked_axis(axis: int, rank: int, what: str = "attribute 'axis'") -> int:
+    """`axis` in [-rank, rank) as an index in [0, rank); InvalidModelError (axis_problem) outside."""
+    if not -rank <= axis < rank:
+        raise InvalidModelError(axis_problem(what, axis, rank))
+    return axis % rank
+
+
+def checked_axes(axes, rank: int, what: str = "attribute 'axes'") -> list[int]:
+    """Each of `axes` in [-rank, rank) as an index in [0, rank), in the given order; none named twice."""
+    given = [int(a) for a in axes]
+    shown = given if len(given) <= 8 else f"{given[:8]}..."
+    if any(not -rank <= a < rank for a in given):
+        raise InvalidModelError(axis_problem(what, shown, rank))
+    normalized = [a % rank for a in given]
+    if len(set(normalized)) != len(normalized):
+        raise InvalidModelError(f"{what} = {shown} names an axis twice")
+    return normalized
+
+
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
     """`axis` in [-rank, rank) as an index in [0, rank); rank 0 (a scalar) accepts axis 0 only."""
     if not -rank <= axis < max(rank, 1):
-        raise InvalidModelError(f"{what} {axis} is out of range for rank {rank}")
+        raise InvalidModelError(axis_problem(what, axis, rank, -rank if rank else 0, max(rank - 1, 0)))
     return axis % rank if rank else 0
 
 

@@ -89,6 +89,21 @@ def check_names(model: Model) -> None:
             if inputs.setdefault(name, layer) is not layer:
                 raise InvalidModelError(f"two Parameters have the input name '{name}'", file=model.source,
                                         where=layer.label)
+    # Each Result's output name: the first name of the port feeding it, else the Result layer's name. OpenVINO
+    # 2026.4 runs two Results on one named tensor, but gives both outputs the same names ({'y'} and {'y'}): no
+    # name-keyed consumer (run's outputs, an .npz, ONNX graph outputs) can tell them apart, so every command
+    # refuses the second, rather than convert renaming it and run refusing it.
+    by_id = {layer.id: layer for layer in model.layers}
+    feeding = {(edge.to_layer, edge.to_port): (edge.from_layer, edge.from_port) for edge in model.edges}
+    outputs: dict[str, Layer] = {}
+    for layer in model.layers:
+        if layer.type == "Result" and layer.inputs and (layer.id, layer.inputs[0].id) in feeding:
+            producer, port_id = feeding[(layer.id, layer.inputs[0].id)]
+            port = next((p for p in by_id[producer].outputs if p.id == port_id), None)
+            name = port.names[0] if port is not None and port.names else layer.name
+            if outputs.setdefault(name, layer) is not layer:
+                raise InvalidModelError(f"two Results have the output name '{name}'", file=model.source,
+                                        where=layer.label)
 
 
 def topological_order(model: Model) -> list[Layer]:

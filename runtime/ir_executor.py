@@ -22,13 +22,15 @@ from typing import Mapping
 
 import numpy as np
 
-from poolir.ir.element_types import dtype_of
+from poolir.ir.budget import bytes_in_use
+from poolir.ir.element_types import DTYPES, dtype_of
 from poolir.ir.errors import InvalidModelError, PoolirError, layer_label
-from poolir.ir.infer import infer_with_inputs
+from poolir.ir.infer import Inference, infer_model, infer_with_inputs
 from poolir.ir.model import Layer, Model
 from poolir.ir.schema import refuse_unknown_layers
 from poolir.ir.validate import topological_order, validate_graph
 from poolir.runtime.ir_ops.registry import BUILDERS, EXECUTOR_LAYER_TYPES, LayerFn, LayerInfo, supported_layer_types
+from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.program import TensorSpec
 
 
@@ -94,6 +96,18 @@ class IRProgram:
         if not self._results:
             raise InvalidModelError("the model has no Result layer", file=self.file)
         self._steps = self._with_releases(self._steps)
+        self._slot_of = slot_of
+        self._check_peak(infer_model(model))  # the live set at each step, from the static shapes
+
+    def _check_peak(self, inference: Inference) -> None:
+        """Refuse a plan whose tensors live at once (constants, feeds, unreleased intermediates) exceed the budget."""
+        sizes = {slot: tensor_bytes(tuple(dim.value for dim in info.shape), DTYPES.get(info.element_type))
+                 for key, info in inference.outputs.items() if (slot := self._slot_of.get(key)) is not None}
+        resident = sum(sizes.get(slot, 0) for slot in (*self._constants, *(slot for _, slot in self._parameters)))
+        steps = self._steps
+        check_planned_peak([(step.outputs, step.releases) for step in steps], lambda slot: sizes.get(slot, 0),
+                           resident, lambda at: layer_label(steps[at].layer.name, steps[at].layer.id,
+                                                            steps[at].layer.type), self.file)
 
     def _with_releases(self, steps: list[_Step]) -> list[_Step]:
         """Each step with the slots it reads or writes for the last time (not Results' nor constants'),
@@ -122,11 +136,7 @@ class IRProgram:
 
     def _plan_parameter(self, layer: Layer, outputs: tuple[int, ...]) -> None:
         port = layer.outputs[0]
-        name = port.names[0] if port.names else layer.name
-        seen = self.__dict__.setdefault("_input_names", set())  # a set: a scan per Parameter was quadratic
-        if name in seen:
-            raise InvalidModelError(f"two Parameters have the input name '{name}'")
-        seen.add(name)
+        name = port.names[0] if port.names else layer.name  # unique: ir.validate.check_names
         element_type = layer.attrs.get("element_type") or port.element_type
         if element_type is None:
             raise InvalidModelError("the Parameter has no element_type")
@@ -151,11 +161,7 @@ class IRProgram:
     def _plan_result(self, layer: Layer, source: tuple[int, int], layers: dict[int, Layer],
                      inputs: tuple[int, ...]) -> None:
         port = layers[source[0]].port(source[1])
-        name = port.names[0] if port.names else layer.name
-        seen = self.__dict__.setdefault("_output_names", set())  # a set: a scan per Result was quadratic
-        if name in seen:
-            raise InvalidModelError(f"two Results have the output name '{name}'")
-        seen.add(name)
+        name = port.names[0] if port.names else layer.name  # unique: ir.validate.check_names
         self.outputs.append(name)
         self._results.append((name, inputs[0]))
 
@@ -166,16 +172,24 @@ class IRProgram:
         dynamic = {s.name: tuple(np.shape(feeds[s.name])) for s in self.inputs if None in (s.shape or (None,))
                    and s.name in feeds}
         if dynamic and dynamic != getattr(self, "_checked_shapes", None):  # sizes against the budget, first
-            infer_with_inputs(self.model, dynamic)
+            self._check_peak(infer_with_inputs(self.model, dynamic))
             self._checked_shapes = dynamic
         values: list[np.ndarray | None] = [None] * self._slot_count
+        live = LiveBytes()  # what the run holds: each kernel's own allocations must fit beside it
         for slot, data in self._constants.items():
             values[slot] = data
+            live.add(data)
         for name, slot in self._parameters:
             values[slot] = np.asarray(feeds[name])
+            live.add(values[slot])
         for step in self._steps:
             try:
-                results = step.run([values[slot] for slot in step.inputs])
+                with bytes_in_use(live.total):
+                    results = step.run([values[slot] for slot in step.inputs])
+                for slot, value in zip(step.outputs, results):
+                    values[slot] = value
+                    live.add(value)
+                live.check(None, None)
             except PoolirError as error:
                 raise error.located(file=self.file, where=layer_label(step.layer.name, step.layer.id,
                                                                       step.layer.type)) from None
@@ -184,9 +198,8 @@ class IRProgram:
                 raise InvalidModelError(f"cannot execute with these input shapes: {error}", file=self.file,
                                         where=layer_label(step.layer.name, step.layer.id,
                                                           step.layer.type)) from None
-            for slot, value in zip(step.outputs, results):
-                values[slot] = value
             for slot in step.releases:
+                live.remove(values[slot])
                 values[slot] = None
         outputs = {}
         for name, slot in self._results:

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import heapq
 import inspect
 import math
 from typing import Any, Mapping
@@ -24,13 +23,17 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
+from poolir.ir.budget import bytes_in_use
+from poolir.ir.errors import (BudgetError, FeedError, InvalidModelError, PoolirError, UnsupportedError, UsageError,
+                              node_label)
+from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
-from poolir.runtime.onnx_model import default_opset, refuse_unsupported
+from poolir.runtime.onnx_model import default_opset, in_dependency_order, order_nodes, refuse_unsupported
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
-from poolir.runtime.onnx_ops.registry import ADAPTERS, NodeContext, first_opset, normalize_attributes, op_version
+from poolir.runtime.onnx_ops.registry import (ADAPTERS, NodeContext, arity_problem, first_opset, normalize_attributes,
+                                             op_version)
 from poolir.runtime.program import TensorSpec
 
 
@@ -101,11 +104,12 @@ def _check_inputs(step, names: list[str], label: str) -> None:
         accepted = len(parameters)
     while names and not names[-1]:
         names = names[:-1]
-    if accepted is not None and len(names) > accepted:
-        raise UsageError(f"{len(names)} inputs, but {label} takes at most {accepted}")
-    missing = [position for position in range(required) if position >= len(names) or not names[position]]
+    problem = arity_problem(label, required, accepted, len(names))
+    if problem:
+        raise UsageError(problem)
+    missing = [position for position in range(required) if not names[position]]
     if missing:
-        raise UsageError(f"required input {missing[0]} of {label} is not given ({len(names)} inputs)")
+        raise UsageError(f"input {missing[0]} of {label} is required but left out")
 
 
 class OnnxProgram:
@@ -113,8 +117,9 @@ class OnnxProgram:
 
     def __init__(self, model: onnx.ModelProto, *, source: str | None = None):
         self.source = source
-        graph = model.graph
-        refuse_external_data(model, source)  # never resolved against the current folder
+        refuse_external_data(model, source)
+        model, _ = in_dependency_order(model, source)  # onnx shape inference (planning) reads the file order
+        graph = model.graph  # never resolved against the current folder
         self.opset = default_opset(model, source)
         refuse_unsupported(model, self.opset, self._supports, first_opset, source=source)
 
@@ -135,6 +140,17 @@ class OnnxProgram:
         if not self.outputs:  # the ONNX checker accepts it; onnxruntime loads it but will not run it
             raise InvalidModelError("the graph declares no outputs, so there is nothing to run", file=source)
         self._steps = self._plan(graph, infos)
+        self._check_peak(infos)
+
+    def _check_peak(self, infos) -> None:
+        """Refuse a plan whose tensors live at once (constants, feeds, unreleased intermediates) exceed the budget."""
+        def size_of(name: str) -> int:
+            dtype, shape = infos.get(name, (None, None))
+            return tensor_bytes(shape, dtype)
+        resident = (sum(value.nbytes for value in self._constants.values() if isinstance(value, np.ndarray))
+                    + sum(size_of(spec.name) for spec in self.inputs))
+        check_planned_peak([(outputs, releases) for _, _, outputs, _, releases in self._steps], size_of, resident,
+                           lambda at: self._steps[at][3], self.source)
 
     # -- validation ---------------------------------------------------------------------------------
 
@@ -155,47 +171,11 @@ class OnnxProgram:
     # -- planning -----------------------------------------------------------------------------------
 
     def _ordered_nodes(self, graph: onnx.GraphProto) -> list[tuple[int, onnx.NodeProto]]:
-        """Nodes in an order where every input is produced before use (ONNX requires the file order to
-        be one already; other orders are accepted, dangling inputs and cycles are not).
-
-        Kahn's algorithm, the ready node earliest in the file first (a sorted graph keeps its order): linear
-        in the graph's size up to the heap's log, whatever the file order."""
-        available = {"", *self._constants, *(v.name for v in graph.input)}
-        nodes = list(graph.node)
-        waiting = [0] * len(nodes)
-        consumers: dict[str, list[int]] = {}
-        for index, node in enumerate(nodes):
-            missing = {name for name in node.input if name not in available}
-            waiting[index] = len(missing)
-            for name in missing:
-                consumers.setdefault(name, []).append(index)
-        ready = [index for index, count in enumerate(waiting) if count == 0]
-        heapq.heapify(ready)
-        ordered = []
-        while ready:
-            index = heapq.heappop(ready)
-            node = nodes[index]
-            ordered.append((index, node))
-            for name in node.output:
-                if name in available:
-                    continue
-                available.add(name)
-                for consumer in consumers.pop(name, ()):
-                    waiting[consumer] -= 1
-                    if waiting[consumer] == 0:
-                        heapq.heappush(ready, consumer)
-        if len(ordered) != len(nodes):
-            done = {index for index, _ in ordered}
-            remaining = [index for index in range(len(nodes)) if index not in done]
-            index, node = remaining[0], nodes[remaining[0]]
-            missing = [name for name in node.input if name not in available]
-            produced_later = {out for i in remaining for out in nodes[i].output}
-            problem = ("is part of a cycle" if all(m in produced_later for m in missing)
-                       else "is produced by no node, initializer or graph input")
-            raise InvalidModelError(f"input '{missing[0]}' {problem}", file=self.source,
-                                    where=self._label(index, node))
+        ordered = order_nodes(graph, {"", *self._constants, *(v.name for v in graph.input)}, self.source)
+        produced = {"", *self._constants, *(v.name for v in graph.input)}
+        produced.update(name for _, node in ordered for name in node.output)
         for name in self.outputs:
-            if name not in available:
+            if name not in produced:
                 raise InvalidModelError(f"graph output '{name}' is produced by no node or input", file=self.source)
         return ordered
 
@@ -218,7 +198,7 @@ class OnnxProgram:
                 if not outputs:
                     raise UsageError(f"the node has no outputs, {version.label} has at least one")
                 if node.op_type != "Constant" and not any(node.input):
-                    raise UsageError(f"required input 0 of {version.label} is not given (no inputs)")
+                    raise UsageError(f"input 0 of {version.label} is required but left out (no inputs)")
                 attrs = normalize_attributes(node, version)
                 if node.op_type == "Constant":  # evaluated now: its value is known before any run
                     self._constants[outputs[0]] = constant_value(attrs)
@@ -234,6 +214,8 @@ class OnnxProgram:
                 _check_inputs(step, list(node.input), version.label)
             except UsageError as error:
                 raise InvalidModelError(error.problem, file=self.source, where=label) from None
+            except PoolirError as error:
+                raise error.located(file=self.source, where=label) from None
             steps.append([step, list(node.input), outputs, label, ()])
         # Release each intermediate value after its last use (graph outputs and constants are kept).
         keep = set(self.outputs)
@@ -255,14 +237,22 @@ class OnnxProgram:
         if self._dynamic:  # the sizes of this run's tensors, known from the feeds: checked before any node runs
             shapes = {name: tuple(feeds[name].shape) for name in self._dynamic}
             if shapes != self._checked_shapes:
-                check_value_sizes(_value_info_types(with_input_shapes(self._model, shapes)), self.source)
+                infos = _value_info_types(with_input_shapes(self._model, shapes))
+                check_value_sizes(infos, self.source)
+                self._check_peak(infos)
                 self._checked_shapes = shapes
         values: dict[str, Any] = dict(self._constants)
         values.update(feeds)
+        live = LiveBytes()  # what the run holds: each kernel's own allocations must fit beside it
+        for value in values.values():
+            live.add(value)
         values[""] = None  # an omitted optional input
         for step, inputs, outputs, label, releases in self._steps:
             try:
-                results = step(*[values[name] for name in inputs])
+                with bytes_in_use(live.total):
+                    results = step(*[values[name] for name in inputs])
+            except (BudgetError, InvalidModelError) as error:  # the model's fault whatever the feeds: as convert says
+                raise error.located(file=self.source, where=label) from None
             except PoolirError as error:
                 raise FeedError(f"for the given input shapes: {error.problem}", file=self.source,
                                 where=label) from None
@@ -275,6 +265,8 @@ class OnnxProgram:
             for name, result in zip(outputs, results):
                 if name:
                     values[name] = result
+                    live.add(result)
+            live.check(self.source, label)
             for name in releases:
-                del values[name]
+                live.remove(values.pop(name))
         return {name: values[name] for name in self.outputs}

@@ -8,13 +8,14 @@
 
 from __future__ import annotations
 
+import heapq
 import os
 from pathlib import Path
 from typing import Callable
 
 import onnx
 
-from poolir.ir.errors import InvalidModelError, UnsupportedError, printable
+from poolir.ir.errors import InvalidModelError, UnsupportedError, node_label, printable
 from poolir.ir.files import read_regular
 from poolir.runtime.onnx_external_data import load_external_data
 
@@ -45,8 +46,9 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False, warn: Callable[[s
         imported_opsets(model)
     except InvalidModelError as error:
         raise error.located(file=path) from None
+    model, moved = in_dependency_order(model, path)  # one reading of node order for every command
     if check:
-        for finding in check_onnx(model, path):
+        for finding in ([moved] if moved else []) + check_onnx(model, path):
             if warn is not None:
                 warn(finding)
     return model
@@ -69,6 +71,10 @@ def check_onnx(model, source: str | os.PathLike | None = None) -> list[str]:
     relaxed = onnx.ModelProto()
     relaxed.CopyFrom(model)
     graph = relaxed.graph
+    relaxed, moved = in_dependency_order(relaxed, source)
+    graph = relaxed.graph
+    if moved is not None:
+        findings.append(moved)
     for kind, values in (("input", graph.input), ("output", graph.output), ("value", graph.value_info)):
         for value in values:
             tensor = value.type.tensor_type
@@ -90,6 +96,72 @@ def check_onnx(model, source: str | os.PathLike | None = None) -> list[str]:
         first_line = str(first_error).strip().splitlines()[0] if str(first_error).strip() else "invalid"
         raise InvalidModelError(f"invalid ONNX model: {first_line}", file=source) from None
     return findings
+
+
+def order_nodes(graph, available: set, source: str | os.PathLike | None = None) -> list[tuple[int, object]]:
+    """(file index, node) in an order where every input is produced before it is read: the one reading of node
+    order for every command (run, verify, convert, inspect). `available`: the names known before any node
+    (initializers, graph inputs, "" for an omitted optional input); a dangling input or a cycle is an
+    InvalidModelError naming the node.
+
+    ONNX requires the file order to be topological (onnx.checker refuses another); onnxruntime and OpenVINO
+    read any order in dependency order, and so does poolir (convert and inspect warn). Kahn's algorithm, the
+    ready node earliest in the file first, so a sorted graph keeps its order: linear in the graph's size up to
+    the heap's log, whatever the file order."""
+    available = set(available)
+    nodes = list(graph.node)
+    waiting = [0] * len(nodes)
+    consumers: dict[str, list[int]] = {}
+    for index, node in enumerate(nodes):
+        missing = {name for name in node.input if name not in available}
+        waiting[index] = len(missing)
+        for name in missing:
+            consumers.setdefault(name, []).append(index)
+    ready = [index for index, count in enumerate(waiting) if count == 0]
+    heapq.heapify(ready)
+    ordered = []
+    while ready:
+        index = heapq.heappop(ready)
+        node = nodes[index]
+        ordered.append((index, node))
+        for name in node.output:
+            if name in available:
+                continue
+            available.add(name)
+            for consumer in consumers.pop(name, ()):
+                waiting[consumer] -= 1
+                if waiting[consumer] == 0:
+                    heapq.heappush(ready, consumer)
+    if len(ordered) != len(nodes):
+        done = {index for index, _ in ordered}
+        remaining = [index for index in range(len(nodes)) if index not in done]
+        index, node = remaining[0], nodes[remaining[0]]
+        missing = [name for name in node.input if name not in available]
+        produced_later = {out for i in remaining for out in nodes[i].output}
+        problem = ("is part of a cycle" if all(m in produced_later for m in missing)
+                   else "is produced by no node, initializer or graph input")
+        raise InvalidModelError(f"input '{printable(missing[0])}' {problem}", file=source,
+                                where=node_label(node.name or f"#{index}", node.op_type))
+    return ordered
+
+
+def in_dependency_order(model, source: str | os.PathLike | None = None):
+    """(model, None) when its nodes are in topological order, else (a copy with them in dependency order
+    (order_nodes), a one-line finding naming the first node that was listed too late)."""
+    graph = model.graph
+    available = {"", *(init.name for init in graph.initializer), *(value.name for value in graph.input)}
+    ordered = order_nodes(graph, available, source)  # a cycle or a dangling input: an error naming the node
+    moved = next(((index, node) for position, (index, node) in enumerate(ordered) if index != position), None)
+    if moved is None:
+        return model, None
+    index, node = moved
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    del copy.graph.node[:]
+    copy.graph.node.extend(node for _, node in ordered)
+    label = node_label(node.name or f"#{index}", node.op_type)
+    return copy, (f"the nodes are not in topological order, as ONNX requires ({label} is listed after a node that "
+                  "reads its output); read in dependency order, as onnxruntime and OpenVINO do")
 
 
 def imported_opsets(model) -> dict[str, int]:

@@ -31,6 +31,7 @@ import numpy as np
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.errors import ConversionError, InvalidModelError
+from poolir.ir.shapes import checked_axis
 from poolir.runtime.onnx_ops.activation import softmax_along_axis
 
 _PLAIN = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "HardSwish": "HSwish"}
@@ -81,21 +82,15 @@ def _constant(node: OnnxNode, value: Value | None) -> np.ndarray | None:
 
 
 def clip(node: OnnxNode) -> list[Value]:
-    if not node.inputs or node.inputs[0] is None:
-        raise InvalidModelError(f"{node.version.label} needs its input")
-    x = node.inputs[0]
+    by_attributes = "min" in node.version.attributes  # Clip-1 and -6: bounds are attributes, not inputs
+    x, *operands = node.checked_inputs(1, 1 if by_attributes else 3, optional=(1, 2))
     attrs = node.attributes()
     node.check_element_type(x)
-    if "min" in node.version.attributes:  # Clip-1 and -6: attributes (Clip-1: absent means no bound)
-        if len(node.inputs) != 1:
-            raise InvalidModelError(f"{node.version.label} takes one input, got {len(node.inputs)}")
+    if by_attributes:  # Clip-1: an absent attribute means no bound
         low, high = attrs.get("min"), attrs.get("max")
         bounds = [None if v is None else np.asarray(v, dtype=np.float32) for v in (low, high)]
         constant = True
     else:
-        if len(node.inputs) > 3:
-            raise InvalidModelError(f"{node.version.label} takes at most three inputs, got {len(node.inputs)}")
-        operands = [*node.inputs[1:], None, None][:2]
         for what, value in zip(("min", "max"), operands):
             if value is not None and value.element_type != x.element_type:
                 raise InvalidModelError(f"{what} has element type {value.element_type}, the input {x.element_type}")
@@ -138,10 +133,7 @@ def softmax(node: OnnxNode) -> list[Value]:
     x, attrs = node.checked_single_input()
     layer_type = "SoftMax" if node.version.op_type == "Softmax" else "LogSoftmax"
     rank = len(x.shape)
-    axis = attrs["axis"]
-    if not -rank <= axis < rank:
-        raise InvalidModelError(f"axis {axis} is out of range for an input of rank {rank}")
-    axis %= rank
+    axis = checked_axis(attrs["axis"], rank)
     trailing = x.shape[axis + 1:]
     if softmax_along_axis(node.version.op_type, node.version.since) or all(d == 1 for d in trailing):
         ref = node.add(layer_type, [x.ref], {"axis": axis}, name=node.name, newest=True)[0]

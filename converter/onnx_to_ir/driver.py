@@ -22,7 +22,7 @@ from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, U
 from poolir.ir.model import Model, shape_str
 from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_external_data import refuse_external_data
-from poolir.runtime.onnx_model import default_opset, refuse_unsupported
+from poolir.runtime.onnx_model import default_opset, order_nodes, refuse_unsupported
 
 
 # Constant folding computes a node whose inputs are all constant with the runtime's own ONNX adapters, when
@@ -78,7 +78,8 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
         except Exception as error:  # onnx raises what numpy raises: dims that do not match the data, ...
             raise InvalidModelError(f"initializer '{name}' cannot be read: {error}") from None
         values[name] = array  # a Const only where a layer or an output uses it (constants.value)
-    for index, node in enumerate(graph.node):
+    available = {"", *initializers, *(value.name for value in graph.input)}
+    for done, (index, node) in enumerate(order_nodes(graph, available), start=1):  # any file order, as in run
         try:
             outputs = _fold(node, opset, values, constants)
             if outputs is None:
@@ -89,7 +90,7 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
             if name:
                 values[name] = value
         if progress is not None:
-            progress(index + 1, len(graph.node))
+            progress(done, len(graph.node))
     parameter_refs = {values[i.name].ref for i in graph.input if i.name not in initializers}
     named_refs: set = set()
     if not graph.output:  # the IR would have no Result, and no runtime runs a graph without one

@@ -31,6 +31,8 @@ from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
 from poolir.runtime import onnx_ops
 from poolir.runtime.kernels.movement import even_split_sizes
+from poolir.runtime.onnx_ops.movement import num_outputs_problem
+from poolir.ir.shapes import checked_axes, checked_axis
 
 _INDEX_TYPES = ("i32", "i64")
 
@@ -61,10 +63,8 @@ def _by_attribute(node: OnnxNode, name: str) -> bool:
     return name in node.version.attributes
 
 
-def _axis(axis: int, rank: int, what: str = "axis") -> int:
-    if not -rank <= axis < rank:
-        raise InvalidModelError(f"{what} {axis} is out of range for rank {rank}")
-    return axis % rank
+def _axis(axis: int, rank: int, what: str = "attribute 'axis'") -> int:
+    return checked_axis(axis, rank, what)
 
 
 def _index_input(value: Value, what: str) -> None:
@@ -108,8 +108,9 @@ def split(node: OnnxNode) -> list[Value]:
         sizes = _ints(node, given, "the split input")
     num_outputs = attrs.get("num_outputs")
     if sizes is None and num_outputs is not None:
-        if num_outputs != parts:
-            raise InvalidModelError(f"num_outputs = {num_outputs} but the node has {parts} outputs")
+        problem = num_outputs_problem(num_outputs, parts)
+        if problem:
+            raise InvalidModelError(problem)
         length = x.shape[axis]
         if length is None:
             raise ConversionError(f"Split num_outputs on a dynamic axis {axis} has no IR equivalent")
@@ -154,6 +155,7 @@ def squeeze(node: OnnxNode) -> list[Value]:
     x, axes = (node.checked_inputs(1, 1 if _by_attribute(node, "axes") else 2, optional=(1,)) + [None])[:2]
     if "axes" in attrs:
         axes = _i64(node, attrs["axes"])
+    _check_known_axes(node, axes, len(x.shape))
     if axes is None:
         if any(d is None for d in x.shape):
             raise ConversionError("Squeeze without axes on a dynamic shape: ONNX squeezes the dims that turn "
@@ -169,7 +171,18 @@ def unsqueeze(node: OnnxNode) -> list[Value]:
         axes = _i64(node, attrs["axes"])
     else:
         x, axes = node.checked_inputs(2, 2)
+    _check_known_axes(node, axes, len(x.shape), added=True)
     return node.layer("Unsqueeze", [x, axes], name=node.name)
+
+
+def _check_known_axes(node: OnnxNode, axes: Value | None, rank: int, added: bool = False) -> None:
+    """Squeeze/Unsqueeze axes known now, checked as the runtime checks them (ir.shapes.checked_axes), so the
+    refusal names this node rather than the IR layer it would become; Unsqueeze's rank counts the added axes."""
+    known = None if axes is None else node.builder.info(axes.ref).value
+    if known is not None:
+        values = [int(v) for v in np.asarray(known).reshape(-1)]
+        checked_axes(values, rank + len(values) if added else rank,
+                     "attribute 'axes'" if _by_attribute(node, "axes") else "input 'axes'")
 
 
 def gather(node: OnnxNode) -> list[Value]:

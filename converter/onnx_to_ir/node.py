@@ -65,10 +65,9 @@ class OnnxNode:
         """The node's inputs, between `low` and `high` of them, padded with None to `high` (unbounded: None
         for `high` means any number); an input left out (an empty name) only where `optional` allows."""
         count = len(self.inputs)
-        if count < low or (high is not None and count > high):
-            expected = str(low) if low == high else f"{low} to {high}" if high is not None else f"at least {low}"
-            plural = "" if expected == "1" else "s"
-            raise InvalidModelError(f"{self.version.label} takes {expected} input{plural}, got {count}")
+        problem = onnx_ops.arity_problem(self.version.label, low, high, count)
+        if problem:
+            raise InvalidModelError(problem)
         for index, value in enumerate(self.inputs):
             if value is None and index not in optional:
                 raise InvalidModelError(f"input {index} of {self.version.label} is required but left out")

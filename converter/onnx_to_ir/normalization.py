@@ -29,15 +29,8 @@ from poolir.runtime.onnx_ops.normalization import (dropout_mask_dtype, inference
                                                    training_mode_problem)
 
 
-def _inputs(node: OnnxNode, count: int) -> list[Value]:
-    if len(node.inputs) != count or any(value is None for value in node.inputs):
-        given = sum(value is not None for value in node.inputs)
-        raise InvalidModelError(f"{node.version.label} takes {count} inputs, got {given}")
-    return node.inputs
-
-
 def batch_norm(node: OnnxNode) -> list[Value]:
-    x, scale, bias, mean, var = _inputs(node, 5)
+    x, scale, bias, mean, var = node.checked_inputs(5, 5)
     attrs = node.attributes()
     node.check_element_type(x)
     problem = inference_problem(node.version, attrs, list(node.node.output))
@@ -98,9 +91,8 @@ def lrn(node: OnnxNode) -> list[Value]:
 
 
 def dropout(node: OnnxNode) -> list[Value]:
-    if not node.inputs or node.inputs[0] is None:
-        raise InvalidModelError(f"{node.version.label} takes the data input first")
-    x = node.inputs[0]
+    # Dropout-1 to -10: ratio is an attribute; 12+: data, then the optional ratio and training_mode inputs.
+    x, *_ = node.checked_inputs(1, 1 if "ratio" in node.version.attributes else 3, optional=(1, 2))
     attrs = node.attributes()
     node.check_element_type(x)
     problem = inference_problem(node.version, attrs, list(node.node.output))

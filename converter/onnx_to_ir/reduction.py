@@ -20,6 +20,7 @@ import numpy as np
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.onnx_to_ir.pointwise import check_float, exp_keeping_nan
 from poolir.ir.errors import ConversionError, InvalidModelError
+from poolir.ir.shapes import checked_axes
 
 _DIRECT = {op: op for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                              "ReduceL2")}
@@ -39,13 +40,7 @@ def _axes(node: OnnxNode, attrs: dict, axes_input: Value | None, rank: int) -> l
         axes = []
     if not axes:
         return None if attrs.get("noop_with_empty_axes", 0) else list(range(rank))
-    for axis in axes:
-        if not -rank <= axis < rank:
-            raise InvalidModelError(f"axis {axis} is out of range for rank {rank}")
-    normalized = sorted({a % rank for a in axes})
-    if len(normalized) != len(axes):
-        raise InvalidModelError(f"axes {axes} name an axis twice")
-    return normalized
+    return sorted(checked_axes(axes, rank, "attribute 'axes'" if "axes" in attrs else "input 'axes'"))
 
 
 def reduce(node: OnnxNode) -> list[Value]:

@@ -11,6 +11,7 @@ from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
 from poolir.runtime.kernels.elementwise import divide, modulo, openvino_cpu_integer, power, unary_float
+from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
 
@@ -26,6 +27,7 @@ def _broadcasting(info: LayerInfo, function: Callable[[np.ndarray, np.ndarray], 
         if mode == "none" and a.shape != b.shape:
             raise InvalidModelError(f"auto_broadcast=none needs equal shapes, got {list(a.shape)} and "
                                     f"{list(b.shape)}")
+        check_broadcast((a, b))
         return (np.asarray(function(a, b)).astype(a.dtype, copy=False),)
 
     return run

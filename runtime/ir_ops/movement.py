@@ -58,7 +58,7 @@ def _unsqueeze(info):
 @builder("Concat")
 def _concat(info):
     axis = info.layer.attrs.get("axis", 0)
-    return lambda args: (np.concatenate(args, axis=axis_index(axis, args[0].ndim)),)
+    return lambda args: (kernels.concatenate(args, axis_index(axis, args[0].ndim)),)
 
 
 @builder("Split")
@@ -160,7 +160,7 @@ def _gather(info):
         batch = batch_dims % indices.ndim if batch_dims < 0 else batch_dims
         if batch > axis:
             raise InvalidModelError(f"batch_dims {batch} is greater than axis {axis} (Gather needs batch_dims <= axis)")
-        return (kernels.gather(data, indices, axis, batch),)
+        return (kernels.gather(data, indices, axis, batch, zero_out_of_range=True),)  # OpenVINO: zeros
 
     return run
 
@@ -188,7 +188,7 @@ def _broadcast(info):
             for source_axis, target_axis in enumerate(axes):
                 shape[target_axis] = x.shape[source_axis]
             x = x.reshape(shape)
-        return (np.broadcast_to(x, target).copy(),)
+        return (kernels.broadcast(x, target),)
 
     return run
 

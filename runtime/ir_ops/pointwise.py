@@ -10,6 +10,7 @@ import numpy as np
 from poolir.ir.errors import InvalidModelError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
 from poolir.runtime.kernels.elementwise import unary_float
+from poolir.runtime.kernels.movement import check_broadcast
 
 
 def _shapes_equal(mode: str, arrays) -> None:
@@ -45,6 +46,7 @@ def _binary(function: Callable) -> Callable[[LayerInfo], LayerFn]:
 
         def run(args):
             _shapes_equal(mode, args)
+            check_broadcast(args)
             return (np.asarray(function(*args)),)
         return run
     return build
@@ -72,6 +74,7 @@ def _select(info: LayerInfo) -> LayerFn:
 
     def run(args):
         _shapes_equal(mode, args)
+        check_broadcast(args)
         condition, then, other = args
         return (np.where(condition.astype(bool, copy=False), then, other).astype(then.dtype, copy=False),)
     return run

@@ -8,6 +8,7 @@ import numpy as np
 
 from poolir.ir.errors import InvalidModelError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder, int_list
+from poolir.runtime.kernels.movement import tile
 from poolir.runtime.kernels.rearrange import gather_nd, shuffle_channels
 
 
@@ -44,5 +45,5 @@ def _tile(info: LayerInfo) -> LayerFn:
         times = int_list(repeats, "Tile repeats")
         if any(t < 0 for t in times):
             raise InvalidModelError(f"Tile repeats {times} must not be negative")
-        return (np.tile(data, times),)  # numpy pads the shorter of repeats and the shape with leading 1s
+        return (tile(data, times),)  # the shorter of repeats and the shape is padded with leading 1s
     return run

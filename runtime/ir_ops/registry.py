@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from poolir.ir.errors import InvalidModelError
+from poolir.ir.shapes import checked_axis
 from poolir.ir.model import Layer
 
 # A layer's compiled form: input arrays (in input-port order) -> output arrays (in output-port order).
@@ -85,9 +86,7 @@ def int_list(array: np.ndarray, what: str) -> list[int]:
 
 def axis_index(value: int, rank: int, what: str = "axis") -> int:
     """`value` in [-rank, rank) as a non-negative axis; InvalidModelError outside that range."""
-    if not -rank <= value < rank:
-        raise InvalidModelError(f"{what} {value} is out of range for rank {rank}")
-    return value % rank
+    return checked_axis(value, rank, what)
 
 
 __all__ = ["BUILDERS", "EXECUTOR_LAYER_TYPES", "Builder", "LayerFn", "LayerInfo", "axis_index", "builder",

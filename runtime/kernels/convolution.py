@@ -44,6 +44,7 @@ from typing import Sequence
 
 import numpy as np
 
+from poolir.ir.budget import check_allocation
 from poolir.ir.errors import UsageError
 from poolir.ir.geometry import AxisWindow, output_length
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
@@ -62,6 +63,8 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, window
     """
     x, w, bias = _checked(x, w, bias, windows, groups)
     acc = accumulation_dtype(x.dtype)
+    check_allocation(x.shape[:1] + w.shape[:1] + tuple(window.output for window in windows),
+                     acc.itemsize + (x.itemsize if acc != x.dtype else 0), "the convolution output")
     channels_per_group = w.shape[1]
     outputs_per_group = w.shape[0] // groups
     # Each strategy returns the sums in the accumulation dtype, either in a fresh array or in a view of a

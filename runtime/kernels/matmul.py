@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from poolir.ir.budget import check_allocation
 from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
@@ -33,11 +34,13 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if inner_a != inner_b:
         raise UsageError(f"MatMul shapes {a.shape} and {b.shape}: inner dimensions {inner_a} and {inner_b} differ")
     try:
-        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except ValueError:
         raise UsageError(f"MatMul shapes {a.shape} and {b.shape}: batch dimensions {a.shape[:-2]} and "
                          f"{b.shape[:-2]} do not broadcast") from None
     acc = accumulation_dtype(a.dtype)
+    rows, columns = a.shape[-2] if a.ndim > 1 else 1, b.shape[-1] if b.ndim > 1 else 1
+    check_allocation(batch + (rows, columns), acc.itemsize, "the MatMul output")
     result = np.matmul(a.astype(acc, copy=False), b.astype(acc, copy=False))
     return _rounded(result, a.dtype)
 
@@ -66,6 +69,7 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     if c is not None and not _broadcasts_to(c.shape, (m, n)):
         raise UsageError(f"Gemm c of shape {c.shape} does not broadcast unidirectionally to [M, N] = [{m}, {n}]")
     acc = accumulation_dtype(a.dtype)
+    check_allocation((m, n), acc.itemsize, "the Gemm output")
     result = np.matmul(a_matrix.astype(acc, copy=False), b_matrix.astype(acc, copy=False))
     alpha, beta = acc.type(alpha), acc.type(beta)
     if alpha != 1:

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import math
+
 import numpy as np
+
+from poolir.ir.budget import check_allocation
 
 
 def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode: str = "constant",
@@ -16,6 +20,7 @@ def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode:
     crop = tuple(slice(max(0, -b), x.shape[i] - max(0, -e)) for i, (b, e) in enumerate(zip(pads_begin, pads_end)))
     x = x[crop]
     widths = [(max(0, int(b)), max(0, int(e))) for b, e in zip(pads_begin, pads_end)]
+    check_allocation([n + b + e for n, (b, e) in zip(x.shape, widths)], x.itemsize, "the padded output")
     if mode == "constant":
         return np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
     return np.pad(x, widths, mode=mode)
@@ -54,16 +59,26 @@ def even_split_sizes(length: int, parts: int) -> list[int]:
 
 
 
-def gather(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int = 0) -> np.ndarray:
+def gather(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int = 0,
+           zero_out_of_range: bool = False) -> np.ndarray:
     """Take `indices` along `axis` of data (ONNX Gather, OpenVINO Gather); a negative index counts back
-    from the end of the axis.
+    from the end of the axis. An index outside [-size, size) is an error in ONNX (numpy's IndexError here);
+    OpenVINO's CPU plugin gives zeros for it (`zero_out_of_range`, measured with openvino 2026.4, Gather-8).
 
     With batch_dims = b > 0 the first b axes of data and indices are batch axes, gathered independently
     (OpenVINO Gather-7/8; b <= axis): out[B, P, I, Q] = data[B, P, indices[B, I], Q], where B are the batch
     axes, P the data axes before `axis`, I the remaining index axes and Q the data axes after `axis`.
     """
+    check_allocation(data.shape[:axis] + indices.shape + data.shape[axis + 1:], data.itemsize, "the gathered output")
     positions = indices.astype(np.int64, copy=False)
     positions = np.where(positions < 0, positions + data.shape[axis], positions)
+    if zero_out_of_range:
+        valid = (positions >= 0) & (positions < data.shape[axis])
+        if not valid.all():
+            taken = gather(data, np.where(valid, positions, 0), axis, batch_dims)
+            mask = valid.reshape(indices.shape[:batch_dims] + (1,) * (axis - batch_dims) + indices.shape[batch_dims:]
+                                 + (1,) * (data.ndim - axis - 1))
+            return np.where(mask, taken, np.zeros((), data.dtype))
     if batch_dims == 0:
         return np.take(data, positions, axis=axis)
     # One advanced-indexing call: the gathered axis moved next to the batch axes, which are indexed by
@@ -78,4 +93,50 @@ def gather(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int = 0
     return taken.transpose(order)
 
 
-__all__ = ["even_split_sizes", "gather", "pad", "reshape", "slice_axes", "split"]
+def tile(x: np.ndarray, repeats: Sequence[int]) -> np.ndarray:
+    """x repeated `repeats[i]` times along each axis (ONNX Tile, OpenVINO Tile: the shorter of repeats and the
+    shape is padded with leading 1s), refused before allocating when the result exceeds the memory budget."""
+    rank = max(x.ndim, len(repeats))
+    shape = (1,) * (rank - x.ndim) + x.shape
+    times = (1,) * (rank - len(repeats)) + tuple(int(t) for t in repeats)
+    check_allocation([n * t for n, t in zip(shape, times)], x.itemsize, "the tiled output")
+    return np.tile(x, times)
+
+
+def concatenate(xs: Sequence[np.ndarray], axis: int) -> np.ndarray:
+    """xs joined along `axis` (numpy's checks on ranks and dims), refused first when the result exceeds the budget."""
+    first = xs[0]
+    if -first.ndim <= axis < first.ndim:
+        shape = list(first.shape)
+        shape[axis] = sum(x.shape[axis] if x.ndim == first.ndim else 0 for x in xs)
+        check_allocation(shape, max(x.itemsize for x in xs), "the concatenated output")
+    return np.concatenate(xs, axis=axis)
+
+
+def broadcast(x: np.ndarray, target: Sequence[int]) -> np.ndarray:
+    """A fresh array of x broadcast to `target` (numpy rules; target as given), refused first when it exceeds
+    the memory budget (a tiny input broadcast to a computed shape)."""
+    target = tuple(int(d) for d in target)
+    if all(d >= 0 for d in target):
+        check_allocation(target, x.itemsize, "the broadcast output")
+    return np.broadcast_to(x, target).copy()
+
+
+def full(shape: Sequence[int], value: np.ndarray) -> np.ndarray:
+    """A tensor of `shape` filled with the scalar `value` in its dtype (ONNX ConstantOfShape), budget first."""
+    shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"negative dimensions are not allowed: {list(shape)[:8]}")
+    check_allocation(shape, value.itemsize, "the filled output")
+    return np.full(shape, value, dtype=value.dtype)
+
+
+def check_broadcast(arrays: Sequence[np.ndarray], what: str = "the elementwise output") -> None:
+    """Before an elementwise op broadcasts its inputs: the result's shape (numpy rules) against the budget."""
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))  # a ValueError when they do not broadcast
+    if math.prod(shape) > max(a.size for a in arrays):
+        check_allocation(shape, max(a.itemsize for a in arrays), what)
+
+
+__all__ = ["broadcast", "check_broadcast", "concatenate", "even_split_sizes", "full", "gather", "pad", "reshape",
+           "slice_axes", "split", "tile"]

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from poolir.ir.budget import check_allocation
 from poolir.ir.errors import InvalidModelError
 
 
@@ -32,6 +33,7 @@ def gather_nd(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.ndar
                                 "differ")
     depth = indices.shape[-1]
     target = data.shape[batch_dims:batch_dims + depth]
+    check_allocation(indices.shape[:-1] + data.shape[batch_dims + depth:], data.itemsize, "the gathered output")
     flat_batch = math.prod(batch)
     points = indices.reshape(flat_batch, -1, depth).astype(np.int64)
     bounds = np.asarray(target, np.int64)

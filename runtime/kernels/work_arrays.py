@@ -12,6 +12,8 @@ import threading
 
 import numpy as np
 
+from poolir.ir.budget import check_allocation
+
 # One slot per kind of intermediate that can be alive at the same time as another.
 SLOT_PASS = (0, 1)      # alternating outputs of consecutive passes (separable)
 SLOT_DENSE = 2          # every-row reductions of separable's dense reduction
@@ -39,6 +41,9 @@ def work_array(slot: int, shape: tuple[int, ...], dtype) -> np.ndarray:
     nbytes = math.prod(shape) * dtype.itemsize
     buffer = _WORK.buffers.get(slot)
     if buffer is None or buffer.nbytes < nbytes:
+        # Scratch (im2col columns, pooling passes) counts against the budget beside the run's live tensors.
+        _WORK.buffers.pop(slot, None)
+        check_allocation(shape, dtype.itemsize, "a scratch array (convolution columns, pooling passes)")
         buffer = np.empty(max(nbytes, 64), dtype=np.uint8)
         _WORK.buffers[slot] = buffer
     return buffer[:nbytes].view(dtype).reshape(shape)

@@ -21,13 +21,13 @@ from poolir.runtime.onnx_ops import (activation, convolution, elementwise, matmu
 from poolir.runtime.onnx_ops.element_types import check_dtype, onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
 from poolir.runtime.onnx_ops.pooling import POOLING_OPS, OnnxPool, empty_max_value, global_p, onnx_pool
-from poolir.runtime.onnx_ops.registry import (ADAPTERS, OP_VERSIONS, NodeContext, OnnxOpVersion, attribute_value,
-                                              check_adapters_match_tables, first_opset, first_opset_with,
+from poolir.runtime.onnx_ops.registry import (ADAPTERS, OP_VERSIONS, NodeContext, OnnxOpVersion, arity_problem,
+                                              attribute_value, check_adapters_match_tables, first_opset, first_opset_with,
                                               normalize_attributes, op_version)
 
 check_adapters_match_tables(OP_VERSIONS, ADAPTERS)
 
 
-__all__ = ["ADAPTERS", "NodeContext", "OP_VERSIONS", "OnnxOpVersion", "OnnxPool", "POOLING_OPS",
+__all__ = ["ADAPTERS", "NodeContext", "OP_VERSIONS", "OnnxOpVersion", "OnnxPool", "POOLING_OPS", "arity_problem",
            "attribute_value", "check_dtype", "constant_value", "empty_max_value", "first_opset", "first_opset_with",
            "global_p", "normalize_attributes", "onnx_dtype", "onnx_pool", "op_version"]

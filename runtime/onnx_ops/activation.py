@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.ir.errors import UsageError
+from poolir.ir.shapes import checked_axis
 from poolir.runtime.kernels.activation import (clip, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
                                                softmax, softmax_coerced, tanh)
 from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
@@ -141,10 +142,7 @@ def plan_softmax(ctx: NodeContext) -> Step:
     coerced = not softmax_along_axis(ctx.version.op_type, ctx.version.since)
 
     def run(x):
-        rank = x.ndim
-        if not -rank <= axis < rank:
-            raise UsageError(f"axis {axis} is out of range for an input of rank {rank}")
-        chosen = axis % rank
+        chosen = checked_axis(axis, x.ndim)
         return softmax_coerced(x, chosen, log) if coerced else softmax(x, chosen, log)
     return _one_input(ctx, run)
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
+from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.registry import INT, STRING, Attribute, NodeContext, Step, adapter, define
@@ -63,9 +64,13 @@ def plan_unary_float(ctx: NodeContext) -> Step:
 @adapter(*_BINARY)
 def plan_binary(ctx: NodeContext) -> Step:
     function = _BINARY[ctx.version.op_type]
-    if ctx.version.op_type in _KEEP_TYPE:
-        return lambda a, b: (np.asarray(function(a, b)).astype(a.dtype, copy=False),)
-    return lambda a, b: (np.asarray(function(a, b)),)
+    keep_type = ctx.version.op_type in _KEEP_TYPE
+
+    def run(a, b):
+        check_broadcast((a, b))
+        result = np.asarray(function(a, b))
+        return (result.astype(a.dtype, copy=False) if keep_type else result,)
+    return run
 
 
 @adapter("Max", "Min", "Sum", "Mean")
@@ -73,6 +78,7 @@ def plan_variadic(ctx: NodeContext) -> Step:
     op_type = ctx.version.op_type
 
     def run(*xs):
+        check_broadcast(xs)
         if op_type == "Mean":
             work = accumulation_dtype(xs[0].dtype)
             total = sum(x.astype(work) for x in xs) / len(xs)
@@ -88,7 +94,11 @@ def plan_variadic(ctx: NodeContext) -> Step:
 @adapter("Mod")
 def plan_mod(ctx: NodeContext) -> Step:
     fmod = bool(ctx.attrs.get("fmod", 0))
-    return lambda a, b: (modulo(a, b, fmod),)
+
+    def run(a, b):
+        check_broadcast((a, b))
+        return (modulo(a, b, fmod),)
+    return run
 
 
 @adapter("Where")
@@ -96,6 +106,7 @@ def plan_where(ctx: NodeContext) -> Step:
     def run(c, a, b):
         if c.dtype != np.bool_:  # the spec's condition is a bool tensor: np.where would take any truthiness
             raise UsageError(f"the condition (input 0) must be bool, not {c.dtype}")
+        check_broadcast((c, a, b))
         return (np.where(c, a, b),)
     if ctx.input_types and ctx.input_types[0] is not None and ctx.input_types[0] != np.bool_:
         raise UsageError(f"the condition (input 0) must be bool, not {ctx.input_types[0]}")

@@ -12,7 +12,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from poolir.ir.errors import UsageError
+from poolir.ir.errors import InvalidModelError, UsageError
+from poolir.ir.shapes import axis_problem, checked_axes, checked_axis
 from poolir.runtime.kernels import movement as kernels
 from poolir.runtime.kernels import rearrange as rearrange_kernels
 from poolir.runtime.onnx_ops.registry import (FLOAT, FLOATS, INT, INTS, REMOVED, SPARSE, STRING, STRINGS, TENSOR,
@@ -88,7 +89,7 @@ def plan_reshape(ctx: NodeContext) -> Step:
 @adapter("Concat")
 def plan_concat(ctx: NodeContext) -> Step:
     axis = ctx.attrs["axis"]
-    return lambda *xs: (np.concatenate(xs, axis=axis),)
+    return lambda *xs: (kernels.concatenate(xs, checked_axis(axis, xs[0].ndim)),)
 
 
 @adapter("Split")
@@ -97,9 +98,12 @@ def plan_split(ctx: NodeContext) -> Step:
     attribute_split = ctx.attrs.get("split")
     num_outputs = ctx.attrs.get("num_outputs")
     parts = ctx.output_count
+    problem = num_outputs_problem(num_outputs, parts)
+    if problem:
+        raise UsageError(problem)
 
     def run(x, split=None):
-        length = x.shape[axis]
+        length = x.shape[checked_axis(axis, x.ndim)]
         if attribute_split is not None or split is not None:
             sizes = list(attribute_split) if attribute_split is not None else int_values(split)
         elif num_outputs is not None:
@@ -114,6 +118,13 @@ def plan_split(ctx: NodeContext) -> Step:
             raise UsageError(f"split sizes {sizes} do not add up to the axis length {length}")
         return tuple(kernels.split(x, axis, sizes))
     return run
+
+
+def num_outputs_problem(num_outputs: int | None, parts: int) -> str | None:
+    """Split-18's num_outputs must be the node's output count (the one reading of runtime and converter)."""
+    if num_outputs is not None and num_outputs != parts:
+        return f"attribute 'num_outputs' = {num_outputs}: must equal the node's output count ({parts})"
+    return None
 
 
 @adapter("Slice")
@@ -132,23 +143,25 @@ def plan_slice(ctx: NodeContext) -> Step:
 @adapter("Squeeze")
 def plan_squeeze(ctx: NodeContext) -> Step:
     attribute_axes = ctx.attrs.get("axes")
+    what = "attribute 'axes'" if "axes" in ctx.version.attributes else "input 'axes'"
 
     def run(x, axes=None):
         chosen = attribute_axes if attribute_axes is not None else (None if axes is None else int_values(axes))
         if chosen is None:
             return (np.squeeze(x),)
-        return (np.squeeze(x, axis=tuple(a % x.ndim for a in chosen)),)
+        return (np.squeeze(x, axis=tuple(checked_axes(chosen, x.ndim, what))),)
     return run
 
 
 @adapter("Unsqueeze")
 def plan_unsqueeze(ctx: NodeContext) -> Step:
     attribute_axes = ctx.attrs.get("axes")
+    what = "attribute 'axes'" if "axes" in ctx.version.attributes else "input 'axes'"
 
     def run(x, axes=None):
         chosen = list(attribute_axes) if attribute_axes is not None else int_values(axes)
         rank = x.ndim + len(chosen)
-        return (np.expand_dims(x, tuple(a % rank for a in chosen)),)
+        return (np.expand_dims(x, tuple(checked_axes(chosen, rank, what))),)
     return run
 
 
@@ -156,7 +169,7 @@ def plan_unsqueeze(ctx: NodeContext) -> Step:
 def plan_gather(ctx: NodeContext) -> Step:
     axis = ctx.attrs.get("axis", 0)
 
-    return lambda x, indices: (kernels.gather(x, indices, axis),)
+    return lambda x, indices: (kernels.gather(x, indices, checked_axis(axis, x.ndim)),)
 
 
 @adapter("Shape")
@@ -191,14 +204,14 @@ def constant_value(attrs: Mapping[str, Any]) -> np.ndarray:
 def plan_constant_of_shape(ctx: NodeContext) -> Step:
     value = ctx.attrs.get("value")
     fill = np.zeros(1, np.float32) if value is None else value.reshape(-1)
-    return lambda shape: (np.full(int_values(shape), fill[0], dtype=fill.dtype),)
+    return lambda shape: (kernels.full(int_values(shape), fill[:1].reshape(())),)
 
 
 @adapter("Expand")
 def plan_expand(ctx: NodeContext) -> Step:
     def run(x, shape):
         target = np.broadcast_shapes(x.shape, tuple(int_values(shape)))
-        return (np.array(np.broadcast_to(x, target)),)
+        return (kernels.broadcast(x, target),)
     return run
 
 
@@ -210,8 +223,7 @@ def plan_flatten(ctx: NodeContext) -> Step:
 
     def run(x):
         if not (lowest * x.ndim <= axis <= x.ndim):
-            raise UsageError(f"attribute 'axis' = {axis} is out of range for rank {x.ndim} "
-                             f"({lowest * x.ndim}..{x.ndim})")
+            raise InvalidModelError(axis_problem("attribute 'axis'", axis, x.ndim, lowest * x.ndim, x.ndim))
         position = axis + x.ndim if axis < 0 else axis
         return (x.reshape(math.prod(x.shape[:position]), math.prod(x.shape[position:])),)
     return run
@@ -239,5 +251,5 @@ def plan_tile(ctx: NodeContext) -> Step:
         times = int_values(repeats)
         if len(times) != x.ndim or any(t < 0 for t in times):
             raise UsageError(f"repeats {times} must hold one non-negative value per input axis ({x.ndim})")
-        return (np.tile(x, times),)
+        return (kernels.tile(x, times),)
     return run

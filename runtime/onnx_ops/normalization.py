@@ -138,6 +138,9 @@ def plan_dropout(ctx: NodeContext) -> Step:
     if problem:
         raise UsageError(problem)
     with_mask = ctx.output_count >= 2
+    count = len(ctx.node.input)
+    if "ratio" in ctx.version.attributes and count > 1:  # before 12 ratio is an attribute: one input only
+        raise UsageError(f"{ctx.version.label} takes 1 input, got {count}")
 
     def run(x, ratio=None, training_mode=None):
         check_dtype(ctx.version, x.dtype)

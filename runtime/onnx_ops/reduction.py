@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.ir.errors import UsageError
+from poolir.ir.shapes import checked_axes
 from poolir.runtime.kernels.reduction import reduce
 from poolir.runtime.onnx_ops.registry import (INT, INTS, REMOVED, Attribute, NodeContext, Step, adapter, define,
                                               int_values)
@@ -40,7 +41,6 @@ def plan_reduce(ctx: NodeContext) -> Step:
             # "reduction over an empty set of axes": each element alone, so ReduceLogSum gives log(x) and
             # ReduceSumSquare x * x (the spec's wording in onnx 1.23; onnxruntime 1.31 and onnx.reference agree)
             return (reduce(x[..., np.newaxis], kind, [-1], False),)
-        if any(not -x.ndim <= axis < x.ndim for axis in chosen) or len({a % x.ndim for a in chosen}) != len(chosen):
-            raise UsageError(f"axes {chosen[:8]} are out of range or repeated for an input of rank {x.ndim}")
+        checked_axes(chosen, x.ndim, "attribute 'axes'" if attribute_axes is not None else "input 'axes'")
         return (reduce(x, kind, chosen, keepdims),)
     return run

@@ -89,6 +89,15 @@ def define(op_type: str, rows: Sequence[tuple], *, dtypes: frozenset | None = No
     OP_VERSIONS[op_type] = tuple(versions)
 
 
+def arity_problem(label: str, low: int, high: int | None, count: int) -> str | None:
+    """The one wording of a node with too few or too many inputs (`Clip-13 takes 1 to 3 inputs, got 4`), or None;
+    `high` None: any number from `low`. Asked by the runtime's planner and the ONNX -> IR converter alike."""
+    if low <= count and (high is None or count <= high):
+        return None
+    expected = str(low) if low == high else f"{low} to {high}" if high is not None else f"at least {low}"
+    return f"{label} takes {expected} input{'' if expected == '1' else 's'}, got {count}"
+
+
 def op_version(op_type: str, opset: int) -> OnnxOpVersion | None:
     """The behaviour row in effect for `op_type` in a model importing `opset`; None if unsupported."""
     chosen = None

@@ -8,6 +8,7 @@ in a converter function that raises ConversionError: the point is how verify rep
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -339,3 +340,24 @@ def test_model_file_with_random_inputs_from_the_seed_agrees_with_onnxruntime(tmp
     first = verify_paths([model], seed=3, peers=["onnxruntime"])
     assert first.passed and first.models[0].inputs == "random (seed 3)"
     assert [r.status for r in first.models[0].rows][:2] == ["reference", "ok"]
+
+
+def test_openvino_conversion_runs_with_its_telemetry_off(monkeypatch, tmp_path):
+    """openvino.convert_model reports to an analytics server unless CI=true (openvino_telemetry): every
+    conversion poolir asks of OpenVINO runs with it set, and the environment is as it was afterwards."""
+    pytest.importorskip("openvino", reason="the openvino peer is not installed")
+    import onnx.helper as oh
+
+    from poolir.converter import peers
+
+    seen = []
+    ov = peers.openvino_module()
+    real = ov.convert_model
+    monkeypatch.setattr(ov, "convert_model", lambda *a, **k: (seen.append(os.environ.get("CI")), real(*a, **k))[1])
+    monkeypatch.delenv("CI", raising=False)
+    graph = oh.make_graph([oh.make_node("Relu", ["x"], ["y"])], "g",
+                          [oh.make_tensor_value_info("x", 1, [2])], [oh.make_tensor_value_info("y", 1, [2])])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 13)])
+    peers.openvino_convert_to_xml(model, tmp_path / "m.xml")
+    peers.openvino_run_onnx(model, {"x": np.array([-1, 1], np.float32)})
+    assert seen == ["true", "true"] and "CI" not in os.environ

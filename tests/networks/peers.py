@@ -38,8 +38,6 @@ Different shapes never agree, and neither do NaN or infinity anywhere in either 
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
 import tempfile
 import xml.etree.ElementTree as ElementTree
@@ -49,6 +47,8 @@ from typing import Mapping
 
 import numpy as np
 import onnx
+
+from poolir.converter.peers import openvino_core, openvino_module, openvino_telemetry_off
 
 # onnx >= 1.23 stamps IR version 14 on new models; onnxruntime 1.31 reads fewer. Lowering the stamp of a model
 # built here changes nothing else (every op used exists at IR version 10).
@@ -92,19 +92,6 @@ def onnxruntime_runner(model_or_path):
     return run
 
 
-@functools.lru_cache(maxsize=1)
-def openvino_core():
-    """One Core per process: creating one loads the plugins, which costs more than running a small network."""
-    return _openvino().Core()
-
-
-def _openvino():
-    """The openvino module, imported with its telemetry off (importing it sends an event too)."""
-    with _openvino_telemetry_off():
-        import openvino
-    return openvino
-
-
 def run_openvino_onnx(model_or_path, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """OpenVINO's own ONNX frontend (Core.read_model of the .onnx) and CPU plugin; outputs by the ONNX graph's
     output names."""
@@ -125,28 +112,12 @@ def openvino_ir_of(model_or_path, folder, compress_to_fp16: bool = True, name: s
     save_model compresses f32 weights to f16 by default (each weight becomes an f16 Const and a Convert to f32,
     so the model still computes in f32 but with rounded weights): pass compress_to_fp16=False for exact weights.
     Returns the .xml path; the .bin is beside it."""
-    ov = _openvino()
+    ov = openvino_module()
     xml_path = Path(folder) / f"{name}.xml"
-    with _onnx_file(model_or_path) as path, _openvino_telemetry_off():
+    with _onnx_file(model_or_path) as path, openvino_telemetry_off():
         converted = ov.convert_model(os.fspath(path))
     ov.save_model(converted, os.fspath(xml_path), compress_to_fp16=compress_to_fp16)
     return xml_path
-
-
-@contextlib.contextmanager
-def _openvino_telemetry_off():
-    """`import openvino` and openvino.convert_model report to an analytics server from a forked process
-    (openvino_telemetry: on unless a consent file in the home folder says no, off when CI=true). Tests contact
-    no server and leave the home folder alone: CI=true for the import and each conversion, then as it was."""
-    saved = os.environ.get("CI")
-    os.environ["CI"] = "true"
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ["CI"]
-        else:
-            os.environ["CI"] = saved
 
 
 def ir_layer_types(xml_path) -> Counter:
@@ -213,7 +184,7 @@ class _onnx_file:
 
 
 def _infer(model, feeds: Mapping[str, np.ndarray], wanted: list[str]) -> dict[str, np.ndarray]:
-    ov = _openvino()
+    ov = openvino_module()
     compiled = openvino_core().compile_model(model, "CPU", OPENVINO_CPU_CONFIG)
     inputs = {port.get_any_name(): ov.Tensor(np.ascontiguousarray(feeds[port.get_any_name()]))
               for port in compiled.inputs}

@@ -43,8 +43,9 @@ def concat_of_many_inputs(folder: Path, count: int) -> Path:
 
 
 def parameter_to_many_results(folder: Path, count: int) -> Path:
-    """One Parameter feeding `count` Result layers."""
-    layers = [_parameter(0, "x")] + [_result(i + 1, f"r{i}") for i in range(count)]
+    """One Parameter feeding `count` Result layers, each returned under its own layer name (the Parameter's port
+    has no tensor name: two Results on one named tensor are refused, ir.validate.check_names)."""
+    layers = [_parameter(0, "x").replace(' names="x"', "")] + [_result(i + 1, f"r{i}") for i in range(count)]
     path = folder / f"fanout_{count}.xml"
     path.write_text(_net(layers, [(0, 0, i + 1, 0) for i in range(count)]))
     return path

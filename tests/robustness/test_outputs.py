@@ -73,9 +73,10 @@ def test_device_nodes_are_refused_before_any_write():
 def test_empty_and_folder_outputs_are_refused(tmp_path, monkeypatch, option, problem):
     monkeypatch.chdir(tmp_path)
     model = _identity_model(tmp_path / "m.onnx", ["y"])
-    for args in (["run", model, "-o", option], ["verify", model, "--report", option]):
+    for args in (["run", model, "-o", option], ["verify", model, "--report", option],
+                 ["convert", model, "-o", option]):  # convert too: "" is not ".", "newdir/" is not "newdir"
         result = invoke_cli("outputs", args)
-        assert result.exit_code == 2 and problem in result.stderr
+        assert result.exit_code == 2 and problem in result.stderr, (args, result.stderr)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]
 
 
