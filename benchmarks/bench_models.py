@@ -1,6 +1,6 @@
 """Time whole networks at 1x3x224x224 float32: poolir's runtime against onnxruntime and OpenVINO, with peak memory.
 
-    python benchmarks/bench_models.py [--repeat N] [--only resnet50,mobilenet_v3_large]
+    python benchmarks/bench_models.py [--repeat N] [--only resnet50,mobilenet_v3_large] [--blas-threads N]
 
 Networks: a ResNet-50-class and a GoogLeNet-class network (the ONNX model zoo's light_resnet50 and
 light_inception_v1 graphs with seeded random weights, tests/networks/zoo.py) and a MobileNetV3-Large-class
@@ -12,8 +12,15 @@ Engines, each in its own subprocess (so that peak memory is that engine's alone)
     ort-default   onnxruntime with its default thread count
     openvino      OpenVINO CPU from the ONNX file (its own frontend), f32 precision, default threads
 Each engine is timed as the median of --repeat runs after two warm-up runs. Peak memory is the process's
-peak resident set (resource.getrusage ru_maxrss) minus its resident set after the imports and before the
-model is loaded, so the engines' library sizes do not count. Every peer's output is compared with poolir's
+peak resident set (VmHWM in /proc/self/status) minus its resident set after the imports and the feeds, the
+peak being reset there (writing 5 to /proc/self/clear_refs), so the engines' library sizes do not count.
+Resident set, not tracemalloc: onnxruntime and OpenVINO allocate outside Python's allocator, and one measure
+for every engine is the only fair one. (ru_maxrss is no use here: Linux carries it over from the parent
+through fork and exec, so every worker reported the parent's peak.)
+numpy's OpenBLAS runs poolir's matrix products: the poolir worker gets OPENBLAS_NUM_THREADS and
+OMP_NUM_THREADS from --blas-threads (default 1; 0 leaves OpenBLAS's default, one thread per core). On a
+shared machine OpenBLAS's default threads spin on cores other jobs hold: MobileNetV3 took 0.2-0.85 s instead
+of 26 ms (benchmarks/bench_convolution.py measured the same per layer). Every peer's output is compared with poolir's
 (printed on a mismatch), so a fast wrong answer cannot hide. A network that poolir refuses (an operator not
 implemented yet) is skipped with poolir's reason.
 
@@ -27,7 +34,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -65,10 +71,20 @@ def build(name: str, folder: Path) -> tuple[Path, Path]:
     return path, folder / f"{name}.npz"
 
 
-def _rss_kib() -> int:
-    """The current resident set in KiB (Linux /proc), the baseline the peak is measured from."""
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+def _status_kib(field: str) -> int:
+    """A memory figure of this process in KiB from /proc/self/status (VmRSS: now; VmHWM: the peak)."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def _reset_peak() -> int:
+    """Reset the peak resident set to the current one (Linux clear_refs 5) and return it in KiB."""
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+    return _status_kib("VmRSS")
 
 
 def worker(engine: str, model_path: str, feeds_path: str, repeat: int, out_path: str) -> dict:
@@ -79,7 +95,7 @@ def worker(engine: str, model_path: str, feeds_path: str, repeat: int, out_path:
     from poolir.ir.errors import PoolirError
 
     feeds = dict(np.load(feeds_path))
-    baseline = _rss_kib()
+    baseline = _reset_peak()
     try:
         if engine == "poolir":
             session = runtime.Session(onnx.load(model_path))
@@ -113,13 +129,16 @@ def worker(engine: str, model_path: str, feeds_path: str, repeat: int, out_path:
     except PoolirError as error:
         return {"refused": str(error)}
     np.save(out_path, np.asarray(output))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    peak = _status_kib("VmHWM")
     return {"ms": statistics.median(times), "peak_mib": (peak - baseline) / 1024}
 
 
-def _spawn(engine: str, model: Path, feeds: Path, repeat: int, out: Path) -> dict:
+def _spawn(engine: str, model: Path, feeds: Path, repeat: int, out: Path, blas_threads: int) -> dict:
     command = [sys.executable, __file__, "--worker", engine, str(model), str(feeds), str(repeat), str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    env = dict(os.environ)
+    if engine == "poolir" and blas_threads:
+        env.update(OPENBLAS_NUM_THREADS=str(blas_threads), OMP_NUM_THREADS=str(blas_threads))
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
     if done.returncode != 0:
         return {"failed": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -134,6 +153,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--only", default=",".join(NETWORKS))
+    parser.add_argument("--blas-threads", type=int, default=1,
+                        help="OpenBLAS threads for poolir's matrix products (0: OpenBLAS's default)")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -149,7 +170,8 @@ def main(argv=None) -> int:
             results = {}
             for engine in ENGINES:
                 print(f"{name}: {engine}", file=sys.stderr)
-                results[engine] = _spawn(engine, model, feeds, args.repeat, folder / f"{name}-{engine}.npy")
+                results[engine] = _spawn(engine, model, feeds, args.repeat, folder / f"{name}-{engine}.npy",
+                                         args.blas_threads)
                 if engine == "poolir" and "ms" not in results[engine]:
                     break
             if "ms" not in results["poolir"]:
@@ -170,6 +192,8 @@ def main(argv=None) -> int:
     if not rows:
         print("no network ran")
         return 0
+    threads = args.blas_threads or "OpenBLAS's default"
+    print(f"poolir with {threads} BLAS thread(s); median of {args.repeat} runs; memory: peak RSS above baseline")
     header = ["network", "poolir ms"] + [f"/ {p}" for p in PEERS] + ["poolir MiB"] + [f"mem / {p}" for p in PEERS]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
