@@ -32,6 +32,8 @@ CHUNK_BYTES = 4 << 20
 # this large (cache-resident: 0.13 ms instead of 0.26 ms on 1.6 MB); larger inputs are bandwidth-bound
 # and read fewer bytes with strided calls (8x256x28x56 float32: 0.54 ms strided, 0.97 ms dense).
 _DENSE_MAX_BYTES = 8 << 20
+# ... and so is an outer axis with stride > 1 whose rows (the axes after it) are at most this long.
+_DENSE_ROW_BYTES = 4 << 10
 
 
 def _outer_first(ndim: int, plans: Sequence[AxisPlan]):
@@ -64,7 +66,7 @@ def reduce_axis(x: np.ndarray, axis: int, plan: AxisPlan, ufunc: np.ufunc, empty
 
     lo, hi = plan.interior
     has_interior = lo < hi
-    if has_interior and _use_dense(window, after, x.nbytes):
+    if has_interior and _use_dense(window, after, x.itemsize, x.nbytes, ufunc):
         # Reduce at every row position of the flattened (before * length, after) view with long contiguous
         # calls (rows running into the next block are computed but never kept), then copy out the interior
         # outputs: every stride-th row of each block.
@@ -107,19 +109,29 @@ def reduce_axis(x: np.ndarray, axis: int, plan: AxisPlan, ufunc: np.ufunc, empty
     return out
 
 
-def _use_dense(window: AxisWindow, after: int, nbytes: int) -> bool:
+def _use_dense(window: AxisWindow, after: int, itemsize: int, nbytes: int, ufunc: np.ufunc) -> bool:
     """Whether a pass should reduce densely first (see reduce_axis); measured on this machine:
 
-    - innermost axis with stride > 1: strided reads cost ~5x contiguous ones, so for cache-resident data
-      a dense reduction plus one strided copy wins (W1's last pass: 0.13 ms instead of 0.26 ms); beyond
-      that, bandwidth rules and the strided calls read fewer bytes (W3: 0.54 ms strided, 0.97 ms dense);
+    - stride > 1 on the innermost axis, or on an outer axis whose rows (the `after` elements behind it) are
+      short: numpy is slow on arrays with strided rows, ~5x a contiguous call per element on the innermost
+      axis and ~6x for rows of 112 float32 (401K maxima in cache: 0.36 ms, contiguous 0.06 ms), so a dense
+      reduction over every row (contiguous calls, twice the elements) plus one copy of the kept rows wins for
+      cache-resident data (W1's last pass: 0.13 ms instead of 0.26 ms; W1 whole with its first pass dense
+      too: 0.53 -> 0.45 ms and 0.70 -> 0.56 ms in two interleaved runs). Beyond that, bandwidth rules and
+      strided calls read fewer bytes (W3: 0.54 ms strided, 0.97 ms dense); long rows (W4's 16 KiB) are as
+      fast strided. A sum over rows stays tap by tap (kernel <= 3), so its order, and every bit of its
+      result, is what the strided calls give;
     - stride 1 with a long kernel: doubling needs about log2(kernel) + popcount(kernel) calls, not kernel - 1.
     """
     if window.kernel < 2:
         return False
     if window.stride == 1:
         return window.kernel >= 4
-    return after == 1 and nbytes <= _DENSE_MAX_BYTES
+    if nbytes > _DENSE_MAX_BYTES:
+        return False
+    if after == 1:
+        return True
+    return after * itemsize <= _DENSE_ROW_BYTES and (window.kernel <= 3 or ufunc is np.maximum)
 
 
 def _dense_reduce(ufunc: np.ufunc, x2: np.ndarray, kernel: int, dilation: int) -> np.ndarray:
