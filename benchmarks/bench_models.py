@@ -1,6 +1,7 @@
 """Time whole networks at 1x3x224x224 float32: poolir's runtime against onnxruntime and OpenVINO, with peak memory.
 
-    python benchmarks/bench_models.py [--repeat N] [--only resnet50,mobilenet_v3_large]
+    python benchmarks/bench_models.py [--repeat N] [--rounds R] [--only resnet50,mobilenet_v3_large]
+        [--blas-threads N]
 
 Networks: a ResNet-50-class and a GoogLeNet-class network (the ONNX model zoo's light_resnet50 and
 light_inception_v1 graphs with seeded random weights, tests/networks/zoo.py) and a MobileNetV3-Large-class
@@ -11,9 +12,18 @@ Engines, each in its own subprocess (so that peak memory is that engine's alone)
     ort-1         onnxruntime, 1 intra-op thread, default graph optimisation
     ort-default   onnxruntime with its default thread count
     openvino      OpenVINO CPU from the ONNX file (its own frontend), f32 precision, default threads
-Each engine is timed as the median of --repeat runs after two warm-up runs. Peak memory is the process's
-peak resident set (resource.getrusage ru_maxrss) minus its resident set after the imports and before the
-model is loaded, so the engines' library sizes do not count. Every peer's output is compared with poolir's
+Each engine is timed as the median of --repeat runs after two warm-up runs, and all engines run in turn
+--rounds times: a time ratio is the median over the rounds of poolir / peer within one round (printed with its
+range, a measure of the noise on a shared machine). Peak memory is the process's
+peak resident set (VmHWM in /proc/self/status) minus its resident set after the imports and the feeds, the
+peak being reset there (writing 5 to /proc/self/clear_refs), so the engines' library sizes do not count.
+Resident set, not tracemalloc: onnxruntime and OpenVINO allocate outside Python's allocator, and one measure
+for every engine is the only fair one. (ru_maxrss is no use here: Linux carries it over from the parent
+through fork and exec, so every worker reported the parent's peak.)
+numpy's OpenBLAS runs poolir's matrix products: the poolir worker gets OPENBLAS_NUM_THREADS and
+OMP_NUM_THREADS from --blas-threads (default 1; 0 leaves OpenBLAS's default, one thread per core). On a
+shared machine OpenBLAS's default threads spin on cores other jobs hold: MobileNetV3 took 0.2-0.85 s instead
+of 26 ms (benchmarks/bench_convolution.py measured the same per layer). Every peer's output is compared with poolir's
 (printed on a mismatch), so a fast wrong answer cannot hide. A network that poolir refuses (an operator not
 implemented yet) is skipped with poolir's reason.
 
@@ -27,7 +37,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -65,10 +74,20 @@ def build(name: str, folder: Path) -> tuple[Path, Path]:
     return path, folder / f"{name}.npz"
 
 
-def _rss_kib() -> int:
-    """The current resident set in KiB (Linux /proc), the baseline the peak is measured from."""
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+def _status_kib(field: str) -> int:
+    """A memory figure of this process in KiB from /proc/self/status (VmRSS: now; VmHWM: the peak)."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def _reset_peak() -> int:
+    """Reset the peak resident set to the current one (Linux clear_refs 5) and return it in KiB."""
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")
+    return _status_kib("VmRSS")
 
 
 def worker(engine: str, model_path: str, feeds_path: str, repeat: int, out_path: str) -> dict:
@@ -79,7 +98,7 @@ def worker(engine: str, model_path: str, feeds_path: str, repeat: int, out_path:
     from poolir.ir.errors import PoolirError
 
     feeds = dict(np.load(feeds_path))
-    baseline = _rss_kib()
+    baseline = _reset_peak()
     try:
         if engine == "poolir":
             session = runtime.Session(onnx.load(model_path))
@@ -113,13 +132,16 @@ def worker(engine: str, model_path: str, feeds_path: str, repeat: int, out_path:
     except PoolirError as error:
         return {"refused": str(error)}
     np.save(out_path, np.asarray(output))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    peak = _status_kib("VmHWM")
     return {"ms": statistics.median(times), "peak_mib": (peak - baseline) / 1024}
 
 
-def _spawn(engine: str, model: Path, feeds: Path, repeat: int, out: Path) -> dict:
+def _spawn(engine: str, model: Path, feeds: Path, repeat: int, out: Path, blas_threads: int) -> dict:
     command = [sys.executable, __file__, "--worker", engine, str(model), str(feeds), str(repeat), str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    env = dict(os.environ)
+    if engine == "poolir" and blas_threads:
+        env.update(OPENBLAS_NUM_THREADS=str(blas_threads), OMP_NUM_THREADS=str(blas_threads))
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
     if done.returncode != 0:
         return {"failed": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -134,6 +156,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--only", default=",".join(NETWORKS))
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of all engines in turn (ratios per round)")
+    parser.add_argument("--blas-threads", type=int, default=1,
+                        help="OpenBLAS threads for poolir's matrix products (0: OpenBLAS's default)")
     parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -146,57 +171,92 @@ def main(argv=None) -> int:
         for name in args.only.split(","):
             print(f"{name}: building", file=sys.stderr)
             model, feeds = build(name, folder)
-            results = {}
-            for engine in ENGINES:
-                print(f"{name}: {engine}", file=sys.stderr)
-                results[engine] = _spawn(engine, model, feeds, args.repeat, folder / f"{name}-{engine}.npy")
-                if engine == "poolir" and "ms" not in results[engine]:
+            rounds = []
+            for number in range(args.rounds):
+                results = {}
+                for engine in ENGINES:
+                    print(f"{name}: round {number + 1}, {engine}", file=sys.stderr)
+                    results[engine] = _spawn(engine, model, feeds, args.repeat, folder / f"{name}-{engine}.npy",
+                                             args.blas_threads)
+                    if engine == "poolir" and "ms" not in results[engine]:
+                        break
+                rounds.append(results)
+                if "ms" not in results["poolir"]:
                     break
-            if "ms" not in results["poolir"]:
-                reason = results["poolir"].get("refused") or results["poolir"].get("failed")
+            if "ms" not in rounds[0]["poolir"]:
+                reason = rounds[0]["poolir"].get("refused") or rounds[0]["poolir"].get("failed")
                 print(f"{name}: skipped, poolir cannot run it: {reason}")
                 continue
-            ours = np.load(folder / f"{name}-poolir.npy")
-            for engine in PEERS:
-                if "ms" in results[engine]:
-                    theirs = np.load(folder / f"{name}-{engine}.npy")
-                    if theirs.shape != ours.shape or not np.allclose(ours, theirs, rtol=1e-3, atol=1e-4):
-                        print(f"{name}: {engine}'s output differs from poolir's (max |diff| "
-                              f"{np.max(np.abs(ours - theirs)) if theirs.shape == ours.shape else 'shape'})",
-                              file=sys.stderr)
-                else:
-                    print(f"{name}: {engine} failed: {results[engine]}", file=sys.stderr)
-            rows.append((name, results))
+            _compare_outputs(name, folder, rounds[-1])
+            rows.append((name, _summary(rounds)))
     if not rows:
         print("no network ran")
         return 0
+    _print_table(rows, args)
+    return 0
+
+
+def _compare_outputs(name: str, folder: Path, results: dict) -> None:
+    ours = np.load(folder / f"{name}-poolir.npy")
+    for engine in PEERS:
+        if "ms" not in results[engine]:
+            print(f"{name}: {engine} failed: {results[engine]}", file=sys.stderr)
+            continue
+        theirs = np.load(folder / f"{name}-{engine}.npy")
+        scale = float(np.max(np.abs(theirs))) if theirs.size else 0.0
+        if theirs.shape != ours.shape or not np.allclose(ours, theirs, rtol=1e-3, atol=1e-5 * max(scale, 1.0)):
+            print(f"{name}: {engine}'s output differs from poolir's (max |diff| "
+                  f"{np.max(np.abs(ours - theirs)) if theirs.shape == ours.shape else 'shape'}, max |output| "
+                  f"{scale:.3g})", file=sys.stderr)
+
+
+def _summary(rounds: list[dict]) -> dict:
+    """Per engine: median ms and peak over the rounds; per peer: the per-round ratios poolir / peer."""
+    summary = {}
+    for engine in ENGINES:
+        done = [r[engine] for r in rounds if "ms" in r.get(engine, {})]
+        if done:
+            summary[engine] = {"ms": statistics.median(d["ms"] for d in done),
+                               "peak_mib": statistics.median(d["peak_mib"] for d in done)}
+    for peer in PEERS:
+        summary[f"ratios/{peer}"] = [r["poolir"]["ms"] / r[peer]["ms"] for r in rounds
+                                     if "ms" in r.get(peer, {}) and "ms" in r["poolir"]]
+    return summary
+
+
+def _print_table(rows, args) -> None:
+    threads = args.blas_threads or "OpenBLAS's default"
+    print(f"poolir with {threads} BLAS thread(s); each engine the median of {args.repeat} runs in its own process, "
+          f"{args.rounds} round(s) of all engines in turn; a time ratio is the median over the rounds of "
+          f"poolir / peer within one round [its range]; memory: peak RSS above the post-import baseline")
     header = ["network", "poolir ms"] + [f"/ {p}" for p in PEERS] + ["poolir MiB"] + [f"mem / {p}" for p in PEERS]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     time_ratios = {p: [] for p in PEERS}
     memory_ratios = {p: [] for p in PEERS}
-    for name, results in rows:
-        ours = results["poolir"]
+    for name, summary in rows:
+        ours = summary["poolir"]
         cells = [name, f"{ours['ms']:.1f}"]
         for peer in PEERS:
-            ratio = ours["ms"] / results[peer]["ms"] if "ms" in results[peer] else float("nan")
+            ratios = summary[f"ratios/{peer}"]
+            ratio = statistics.median(ratios) if ratios else float("nan")
             time_ratios[peer].append(ratio)
-            cells.append(f"{ratio:.3g}")
+            spread = f" [{min(ratios):.3g}-{max(ratios):.3g}]" if len(ratios) > 1 else ""
+            cells.append(f"{ratio:.3g}{spread}")
         cells.append(f"{ours['peak_mib']:.0f}")
         for peer in PEERS:
-            ratio = ours["peak_mib"] / results[peer]["peak_mib"] if results[peer].get("peak_mib") else float("nan")
+            theirs = summary.get(peer, {}).get("peak_mib")
+            ratio = ours["peak_mib"] / theirs if theirs else float("nan")
             memory_ratios[peer].append(ratio)
             cells.append(f"{ratio:.3g}")
         print("| " + " | ".join(cells) + " |")
     cells = ["geometric mean", ""] + [f"{_geomean(time_ratios[p]):.3g}" for p in PEERS] + [""] + \
             [f"{_geomean(memory_ratios[p]):.3g}" for p in PEERS]
     print("| " + " | ".join(cells) + " |")
-    for name, results in rows:
-        peers = ", ".join(f"{p} {results[p]['ms']:.1f} ms / {results[p]['peak_mib']:.0f} MiB"
-                          for p in PEERS if "ms" in results[p])
+    for name, summary in rows:
+        peers = ", ".join(f"{p} {summary[p]['ms']:.1f} ms / {summary[p]['peak_mib']:.0f} MiB"
+                          for p in PEERS if p in summary)
         print(f"{name}: {peers}")
-    return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,7 +3,8 @@
     python benchmarks/bench_pooling.py [--repeat N] [--quick] [--only W1,W5] [--no-reference]
 
 Every engine runs the same single-node ONNX model on the same input, in the same process and run, and is
-timed as the median of `--repeat` calls after warm-up calls (plans and compilations happen before timing:
+timed as the median of `--repeat` calls after warm-up calls, the engines timed in turn (blocks of 5 calls,
+the order rotating; see interleaved_ms) so that a change of the machine's load meets every engine alike (plans and compilations happen before timing:
 poolir builds `runtime.Session(model)` once, OpenVINO compiles once, onnxruntime creates its session once).
 onnx.reference is slow, so it is timed with a small repeat. The table shows the median milliseconds of
 poolir and the ratio poolir / peer for each peer (below 1: poolir is faster), and the geometric mean of
@@ -14,6 +15,7 @@ answer cannot hide in the table.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import os
 import statistics
@@ -86,6 +88,35 @@ def median_ms(call: Callable[[], object], repeat: int, warmup: int) -> float:
         call()
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
+
+
+def interleaved_ms(calls: dict[str, Callable[[], object]], repeat: int, warmup: int,
+                   block: int = 5) -> dict[str, float]:
+    """The median ms of each call, the engines timed in turn: each round gives every engine `block` timed calls
+    (the engines' order rotating from round to round) until each has `repeat`.
+
+    On a shared machine the load changes within seconds (measured: one numpy call 1 us, then 16 us at a load
+    average of 8); timing all of one engine's repeats and then another's lets a load change decide the ratio,
+    while in turn every engine meets the same conditions. Engine switches pause 2 ms and make one untimed call
+    first: onnxruntime's and OpenVINO's pool threads keep spinning for a while after a run, and they took the
+    core from whichever engine came next (poolir measured 10x slower right after OpenVINO)."""
+    names = list(calls)
+    for _ in range(warmup):
+        for name in names:
+            calls[name]()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    number = 0
+    while any(len(values) < repeat for values in times.values()):
+        shift = number % len(names)
+        number += 1
+        for name in names[shift:] + names[:shift]:
+            time.sleep(0.002)
+            calls[name]()
+            for _ in range(min(block, repeat - len(times[name]))):
+                start = time.perf_counter()
+                calls[name]()
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) * 1e3 for name, values in times.items()}
 
 
 # -------------------------------------------------------------------------------------------- engines
@@ -221,10 +252,10 @@ def main(argv: list[str] | None = None) -> int:
                 peers["onnx.reference"] = reference_runner(model)
             for name, peer in peers.items():
                 check_same(expected, peer(feeds), name, workload.key)
-            ms = {"poolir": median_ms(lambda: ours(feeds), repeat, 2)}
-            for name, peer in peers.items():
-                slow = name == "onnx.reference"
-                ms[name] = median_ms(lambda: peer(feeds), 1 if slow else repeat, 0 if slow else 2)
+            fast = {"poolir": ours, **{name: peer for name, peer in peers.items() if name != "onnx.reference"}}
+            ms = interleaved_ms({name: functools.partial(run, feeds) for name, run in fast.items()}, repeat, 2)
+            if "onnx.reference" in peers:
+                ms["onnx.reference"] = median_ms(lambda: peers["onnx.reference"](feeds), 1, 0)
             ratios = {name: ms["poolir"] / ms[name] for name in peers}
             rows.append((workload, ms, ratios))
             cells = "  ".join(f"{name} {ms[name]:.3f} ms" for name in ms)

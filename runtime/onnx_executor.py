@@ -133,7 +133,9 @@ class OnnxProgram:
         infos = _value_info_types(model)
         check_value_sizes(infos, source)  # every tensor whose size is known now, against the memory budget
         self.inputs = [self._input_spec(value) for value in graph.input if value.name not in self._constants]
-        self._model = model
+        # Kept for the size checks of dynamic shapes, without the large initializers' data: the ModelProto
+        # held its weights a second time (ResNet-50: 100 MiB) for as long as the session lived.
+        self._model = _without_large_initializers(model)
         self._dynamic = [spec.name for spec in self.inputs if spec.shape is None or None in spec.shape]
         self._checked_shapes = None
         self.outputs = [value.name for value in graph.output]

@@ -13,13 +13,14 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
 import numpy as np
 
 from poolir.ir.geometry import AxisWindow
-from poolir.runtime.kernels.window_plan import AxisPlan
+from poolir.runtime.kernels.window_plan import AxisPlan, axis_plan
 from poolir.runtime.kernels.work_arrays import SLOT_DENSE, SLOT_DOUBLING, SLOT_PASS, SLOT_RESULT, work_array
 
 # Leading rows (N * C) are pooled in blocks of about this many input bytes, so that the intermediates of
@@ -32,6 +33,8 @@ CHUNK_BYTES = 4 << 20
 # this large (cache-resident: 0.13 ms instead of 0.26 ms on 1.6 MB); larger inputs are bandwidth-bound
 # and read fewer bytes with strided calls (8x256x28x56 float32: 0.54 ms strided, 0.97 ms dense).
 _DENSE_MAX_BYTES = 8 << 20
+# ... and so is an outer axis with stride > 1 whose rows (the axes after it) are at most this long.
+_DENSE_ROW_BYTES = 4 << 10
 
 
 def _outer_first(ndim: int, plans: Sequence[AxisPlan]):
@@ -52,74 +55,130 @@ def reduce_axis(x: np.ndarray, axis: int, plan: AxisPlan, ufunc: np.ufunc, empty
     reads input row q * stride + tap offset), so the interior of *all* blocks is one long call per tap over
     the (before * length, after) view, and the outputs that straddle two blocks are edge outputs, which are
     recomputed exactly afterwards. Long calls are what makes numpy fast (shared/PERFORMANCE.md).
+    Every slice is worked out once per (shape, axis, window, ufunc, dtype) (_AxisPass, cached): the Python
+    work of a pass was 10-15 us a call, a third of onnxruntime's whole time on W7.
     """
-    shape = x.shape
-    before, length, after = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
-    window = plan.window
-    n_out, stride = window.output, window.stride
+    step = _axis_pass(x.shape, axis, plan.window, ufunc, x.dtype)
     if out is None:
-        out = np.empty(shape[:axis] + (n_out,) + shape[axis + 1:], dtype=x.dtype)
-    x3 = x.reshape(before, length, after)
-    out3 = out.reshape(before, n_out, after)
-
-    lo, hi = plan.interior
-    has_interior = lo < hi
-    if has_interior and _use_dense(window, after, x.nbytes):
-        # Reduce at every row position of the flattened (before * length, after) view with long contiguous
-        # calls (rows running into the next block are computed but never kept), then copy out the interior
-        # outputs: every stride-th row of each block.
-        x2 = x.reshape(before * length, after)
-        dense = _dense_reduce(ufunc, x2, window.kernel, window.dilation)
-        first = lo * stride - window.pad_begin          # input row of the first interior window
-        if n_out * stride == length and before > 1:
-            q_lo, q_hi = lo, (before - 1) * n_out + hi    # interior of the first through the last block
-            np.copyto(out.reshape(before * n_out, after)[q_lo:q_hi],
-                      dense[first: first + (q_hi - q_lo - 1) * stride + 1: stride])
-        else:
-            # Block b's interior output o reads dense row b * length + first + (o - lo) * stride; the last,
-            # (before - 1) * length + (hi - 1) * stride - pad_begin, is in range because its window is real.
-            item = dense.itemsize
-            picks = np.lib.stride_tricks.as_strided(
-                dense[first:], shape=(before, hi - lo, after),
-                strides=(length * after * item, stride * after * item, item), writeable=False)
-            np.copyto(out3[:, lo:hi], picks)
-    elif has_interior and n_out * stride == length and before > 1:
-        x2 = x.reshape(before * length, after)
-        out2 = out.reshape(before * n_out, after)
-        offsets = [j * window.dilation - window.pad_begin for j in range(window.kernel)]
-        rows = before * length
-        q_lo = max(max(0, -(c // stride)) for c in offsets)
-        q_hi = min(min(before * n_out, (rows - 1 - c) // stride + 1) for c in offsets)
-        views = [x2[q_lo * stride + c: (q_hi - 1) * stride + c + 1: stride] for c in offsets]
-        _fold(ufunc, views, out2[q_lo:q_hi])
-        # Everything outside [lo, hi) in each block, including rows before q_lo and after q_hi, is redone.
-    elif has_interior:
-        views = [x3[:, plan.input_slice(tap, lo, hi)] for tap in plan.taps]
-        _fold(ufunc, views, out3[:, lo:hi])
-    # Edge outputs, one position at a time: their number is bounded by (pad + effective kernel) / stride,
-    # not by the data, and each call still covers every `before` and `after` element.
-    for position, real_rows in plan.edges:
-        target = out3[:, position]
-        if real_rows:
-            _fold(ufunc, [x3[:, row] for row in real_rows], target)
-        else:
-            target[...] = empty_fill
+        out = np.empty(step.out_shape, dtype=x.dtype)
+    step.run(x, out, empty_fill)
     return out
 
 
-def _use_dense(window: AxisWindow, after: int, nbytes: int) -> bool:
+_DENSE_ALIGNED, _DENSE_PICKS, _LONG, _BLOCKS, _EDGES_ONLY = range(5)
+
+
+class _AxisPass:
+    """The views of one pass (see reduce_axis) as slices, for one input shape; `run` only applies them."""
+
+    __slots__ = ("ufunc", "out_shape", "shape2", "shape3", "out2", "out3", "mode", "kernel", "dilation",
+                 "sources", "target", "picks", "edges")
+
+    def __init__(self, shape: tuple[int, ...], axis: int, window: AxisWindow, ufunc: np.ufunc, dtype: np.dtype):
+        plan = axis_plan(window)
+        before, length, after = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+        n_out, stride = window.output, window.stride
+        self.ufunc, self.kernel, self.dilation = ufunc, window.kernel, window.dilation
+        self.out_shape = shape[:axis] + (n_out,) + shape[axis + 1:]
+        self.shape2, self.shape3 = (before * length, after), (before, length, after)
+        self.out2, self.out3 = (before * n_out, after), (before, n_out, after)
+        self.sources, self.target, self.picks = (), (), None
+        lo, hi = plan.interior
+        has_interior = lo < hi
+        aligned = n_out * stride == length and before > 1
+        nbytes = math.prod(shape) * dtype.itemsize
+        if has_interior and _use_dense(window, after, dtype.itemsize, nbytes, ufunc):
+            # Reduce at every row position of the flattened (before * length, after) view with long contiguous
+            # calls (rows running into the next block are computed but never kept), then copy out the interior
+            # outputs: every stride-th row of each block.
+            first = lo * stride - window.pad_begin          # input row of the first interior window
+            if aligned:
+                self.mode = _DENSE_ALIGNED
+                q_lo, q_hi = lo, (before - 1) * n_out + hi    # interior of the first through the last block
+                self.target = slice(q_lo, q_hi)
+                self.sources = slice(first, first + (q_hi - q_lo - 1) * stride + 1, stride)
+            else:
+                # Block b's interior output o reads dense row b * length + first + (o - lo) * stride; the last,
+                # (before - 1) * length + (hi - 1) * stride - pad_begin, is in range because its window is real.
+                self.mode = _DENSE_PICKS
+                self.target = (slice(None), slice(lo, hi))
+                self.picks = (first, (before, hi - lo, after), (length * after, stride * after, 1))
+        elif has_interior and aligned:
+            self.mode = _LONG
+            offsets = [j * window.dilation - window.pad_begin for j in range(window.kernel)]
+            rows = before * length
+            q_lo = max(max(0, -(c // stride)) for c in offsets)
+            q_hi = min(min(before * n_out, (rows - 1 - c) // stride + 1) for c in offsets)
+            self.sources = tuple(slice(q_lo * stride + c, (q_hi - 1) * stride + c + 1, stride) for c in offsets)
+            self.target = slice(q_lo, q_hi)
+            # Everything outside [lo, hi) in each block, including rows before q_lo and after q_hi, is redone.
+        elif has_interior:
+            self.mode = _BLOCKS
+            self.sources = tuple((slice(None), plan.input_slice(tap, lo, hi)) for tap in plan.taps)
+            self.target = (slice(None), slice(lo, hi))
+        else:
+            self.mode = _EDGES_ONLY
+        # Edge outputs, one position at a time: their number is bounded by (pad + effective kernel) / stride,
+        # not by the data, and each call still covers every `before` and `after` element.
+        self.edges = tuple(((slice(None), position), tuple((slice(None), row) for row in real_rows))
+                           for position, real_rows in plan.edges)
+
+    def run(self, x: np.ndarray, out: np.ndarray, empty_fill) -> None:
+        ufunc, mode = self.ufunc, self.mode
+        if mode == _DENSE_ALIGNED:
+            dense = _dense_reduce(ufunc, x.reshape(self.shape2), self.kernel, self.dilation)
+            np.copyto(out.reshape(self.out2)[self.target], dense[self.sources])
+        elif mode == _DENSE_PICKS:
+            dense = _dense_reduce(ufunc, x.reshape(self.shape2), self.kernel, self.dilation)
+            first, shape, steps = self.picks
+            item = dense.itemsize
+            picks = np.lib.stride_tricks.as_strided(dense[first:], shape=shape,
+                                                    strides=tuple(step * item for step in steps), writeable=False)
+            np.copyto(out.reshape(self.out3)[self.target], picks)
+        elif mode == _LONG:
+            x2 = x.reshape(self.shape2)
+            _fold(ufunc, [x2[s] for s in self.sources], out.reshape(self.out2)[self.target])
+        elif mode == _BLOCKS:
+            x3 = x.reshape(self.shape3)
+            _fold(ufunc, [x3[s] for s in self.sources], out.reshape(self.out3)[self.target])
+        if self.edges:
+            x3, out3 = x.reshape(self.shape3), out.reshape(self.out3)
+            for position, rows in self.edges:
+                target = out3[position]
+                if rows:
+                    _fold(ufunc, [x3[row] for row in rows], target)
+                else:
+                    target[...] = empty_fill
+
+
+@functools.lru_cache(maxsize=512)
+def _axis_pass(shape: tuple[int, ...], axis: int, window: AxisWindow, ufunc: np.ufunc, dtype: np.dtype) -> _AxisPass:
+    return _AxisPass(shape, axis, window, ufunc, dtype)
+
+
+def _use_dense(window: AxisWindow, after: int, itemsize: int, nbytes: int, ufunc: np.ufunc) -> bool:
     """Whether a pass should reduce densely first (see reduce_axis); measured on this machine:
 
-    - innermost axis with stride > 1: strided reads cost ~5x contiguous ones, so for cache-resident data
-      a dense reduction plus one strided copy wins (W1's last pass: 0.13 ms instead of 0.26 ms); beyond
-      that, bandwidth rules and the strided calls read fewer bytes (W3: 0.54 ms strided, 0.97 ms dense);
+    - stride > 1 on the innermost axis, or on an outer axis whose rows (the `after` elements behind it) are
+      short: numpy is slow on arrays with strided rows, ~5x a contiguous call per element on the innermost
+      axis and ~6x for rows of 112 float32 (401K maxima in cache: 0.36 ms, contiguous 0.06 ms), so a dense
+      reduction over every row (contiguous calls, twice the elements) plus one copy of the kept rows wins for
+      cache-resident data (W1's last pass: 0.13 ms instead of 0.26 ms; W1 whole with its first pass dense
+      too: 0.53 -> 0.45 ms and 0.70 -> 0.56 ms in two interleaved runs). Beyond that, bandwidth rules and
+      strided calls read fewer bytes (W3: 0.54 ms strided, 0.97 ms dense); long rows (W4's 16 KiB) are as
+      fast strided. A sum over rows stays tap by tap (kernel <= 3), so its order, and every bit of its
+      result, is what the strided calls give;
     - stride 1 with a long kernel: doubling needs about log2(kernel) + popcount(kernel) calls, not kernel - 1.
     """
     if window.kernel < 2:
         return False
     if window.stride == 1:
         return window.kernel >= 4
-    return after == 1 and nbytes <= _DENSE_MAX_BYTES
+    if nbytes > _DENSE_MAX_BYTES:
+        return False
+    if after == 1:
+        return True
+    return after * itemsize <= _DENSE_ROW_BYTES and (window.kernel <= 3 or ufunc is np.maximum)
 
 
 def _dense_reduce(ufunc: np.ufunc, x2: np.ndarray, kernel: int, dilation: int) -> np.ndarray:
