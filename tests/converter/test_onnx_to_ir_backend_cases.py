@@ -26,7 +26,9 @@ MODULES = ("abs", "add", "cast", "castlike", "ceil", "concat", "constant", "cons
            "floor", "gather", "max", "mean", "min", "mod", "mul", "neg", "pad", "pow", "reciprocal", "reducel1",
            "reducel2", "reducemax", "reducemean", "reducemin", "reduceprod", "reducesum", "reducesumsquare",
            "reshape", "shape", "slice", "split", "sqrt", "squeeze", "sub", "sum", "transpose", "unsqueeze",
-           "flatten", "sign")
+           "flatten", "sign", "exp", "log", "not_", "equal", "less", "greater", "less_or_equal", "greater_or_equal",
+           "and_", "or_", "xor", "where", "gathernd", "tile",
+           "reduce_log_sum", "reduce_log_sum_exp")
 
 # What poolir refuses, as the error says it (each a deliberate refusal, not a failure).
 REFUSED = (
