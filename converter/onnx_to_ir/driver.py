@@ -34,6 +34,10 @@ _FOLDABLE = frozenset(("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Reciprocal", "Add
                        "Mod", "Max", "Min", "Sum", "Mean", "Cast", "CastLike", "Identity", "Transpose", "Reshape",
                        "Concat", "Split", "Slice", "Squeeze", "Unsqueeze", "Gather", "Shape", "Expand", "Constant",
                        "ConstantOfShape", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"))
+# Ops whose folded output is a view of their constant input (numpy reshapes a contiguous array without copying):
+# folding them allocates nothing, so FOLD_LIMIT does not apply (GoogLeNet's 1000x1024 classifier weight is
+# reshaped before its Gemm; folded, the IR holds the weight once and no Reshape layer).
+_VIEWS = frozenset(("Identity", "Reshape", "Squeeze", "Unsqueeze"))
 _BROADCASTING = frozenset(("Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean"))
 
 
@@ -197,7 +201,7 @@ def _fold(node: onnx.NodeProto, opset: int, values: dict[str, Value | np.ndarray
         return None
     try:
         attrs = onnx_ops.normalize_attributes(node, version)
-        if _output_bound(op_type, attrs, arrays) > FOLD_LIMIT:
+        if op_type not in _VIEWS and _output_bound(op_type, attrs, arrays) > FOLD_LIMIT:
             return None
         context = onnx_ops.NodeContext(node, version, attrs, node.name, [a.dtype if a is not None else None
                                        for a in arrays], [a.shape if a is not None else None for a in arrays],

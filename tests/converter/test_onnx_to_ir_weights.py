@@ -95,3 +95,26 @@ def test_onnx_model_with_unread_initializer_still_converts(tmp_path):
     inits = [numpy_helper.from_array(np.ones((3, 3), np.float32), "unused")]
     model, _ = _converted(_model([helper.make_node("Relu", ["x"], ["y"])], inits, [1, 4, 6, 6]), tmp_path)
     assert Counter(layer.type for layer in model.layers) == {"Parameter": 1, "ReLU": 1, "Result": 1}
+
+
+def test_a_big_weight_reshaped_before_its_gemm_is_folded(tmp_path):
+    """GoogLeNet (model zoo) reshapes its 1000x1024 classifier weight before the Gemm: more elements than the
+    folding bound, but a reshape is a view, so it folds; the IR holds the weight once and no Reshape layer."""
+    weight = np.random.default_rng(2).standard_normal((1100, 1000, 1, 1)).astype(np.float32)
+    inits = [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(np.array([1100, 1000]), "shape")]
+    nodes = [helper.make_node("Flatten", ["x"], ["f"]), helper.make_node("Reshape", ["w", "shape"], ["w2"]),
+             helper.make_node("Gemm", ["f", "w2"], ["g"], transB=1),
+             helper.make_node("Reshape", ["g", "back"], ["y"])]
+    inits.append(numpy_helper.from_array(np.array([1, 1100, 1, 1]), "back"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1000, 1, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1100, 1, 1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    xml = tmp_path / "m.xml"
+    converted = onnx_to_ir(model)
+    ir.write_model(converted, xml)
+    feeds = {"x": np.random.default_rng(0).standard_normal((1, 1000, 1, 1)).astype(np.float32)}
+    ok, max_abs, _ = agree(run_openvino_xml(xml, feeds, ["y"])["y"], run_onnxruntime(model, feeds)["y"])
+    assert ok, max_abs
+    assert weight.nbytes <= xml.with_suffix(".bin").stat().st_size < weight.nbytes + 100
+    assert _unread_layers(converted) == []
+    assert Counter(layer.type for layer in converted.layers)["Reshape"] == 2  # Flatten's and `back`, not the weight's
