@@ -7,6 +7,7 @@ model.xml -> ./model.onnx); a missing output folder is created.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable, TextIO
@@ -27,28 +28,54 @@ from poolir.runtime.session import model_kind
 
 
 class ConvertProgress:
-    """'converting node 812/1650' on stderr, once a conversion has run longer than `after` seconds, and only on
-    a terminal (a log or a pipe gets no carriage-return lines); cleared when the conversion ends."""
+    """What a long conversion is doing, on one stderr line: 'reading model.onnx', 'converting node 812/1650',
+    'writing model.xml, model.bin (548 MB)'. Nothing appears before the conversion has run `after` seconds (a
+    timer shows the current step then, even in the middle of one long read or write), and only on a terminal
+    (a log or a pipe gets no carriage-return lines), as `verify`'s counter; the line is cleared at the end."""
 
     def __init__(self, stream: TextIO | None = None, after: float = 1.5,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, unit: str = "node") -> None:
+        self.unit = unit  # what the converter counts: ONNX nodes or IR layers
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = stream is not None or sys.stderr.isatty()
         self.after, self.clock = after, clock
         self.start = clock()
-        self.shown = False
+        self.shown = self.finished = False
+        self.text = ""
+        self.lock = threading.Lock()
+        self.timer = threading.Timer(after, self._show) if self.enabled else None
+        if self.timer is not None:
+            self.timer.daemon = True
+            self.timer.start()
+
+    def step(self, text: str) -> None:
+        """The step now under way; shown at once if the conversion has already run `after` seconds."""
+        with self.lock:
+            self.text = text
+            if self.enabled and not self.finished and (self.shown or self.clock() - self.start >= self.after):
+                self._write()
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or self.clock() - self.start < self.after:
-            return
-        self.stream.write(f"\r\033[Kconverting node {done}/{total}")
+        self.step(f"converting {self.unit} {done}/{total}")
+
+    def _show(self) -> None:
+        with self.lock:
+            if not self.finished and self.text:
+                self._write()
+
+    def _write(self) -> None:
+        self.stream.write(f"\r\033[K{printable(self.text, limit=None)}")
         self.stream.flush()
         self.shown = True
 
     def finish(self) -> None:
-        if self.shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+        with self.lock:
+            self.finished = True
+            if self.timer is not None:
+                self.timer.cancel()
+            if self.shown:
+                self.stream.write("\r\033[K")
+                self.stream.flush()
 
 
 @click.command("convert")
@@ -84,33 +111,46 @@ def command(source: Path, destination: Path | None, opset: int | None, ir_versio
             raise UsageError("--opset applies to IR -> ONNX; for ONNX -> IR use --ir-version")
         progress = ConvertProgress()
         try:
-            model = onnx_to_ir(load_onnx(source, check=True, warn=findings.append), input_shapes=input_shapes,
-                               ir_version=int(ir_version or 11), progress=progress)
-        except PoolirError as error:
-            raise error.located(file=source) from None
+            try:
+                progress.step(f"reading {source}")
+                loaded = load_onnx(source, check=True, warn=findings.append)
+                model = onnx_to_ir(loaded, input_shapes=input_shapes, ir_version=int(ir_version or 11),
+                                   progress=progress)
+                del loaded
+            except PoolirError as error:
+                raise error.located(file=source) from None
+            _make_folder(destination)
+            written = [destination] + ([destination.with_suffix(".bin")]
+                                       if any(layer.type == "Const" for layer in model.layers) else [])
+            progress.step(f"writing {', '.join(map(str, written))} ({_size(_const_bytes(model))})")
+            try:
+                ir.write_model(model, destination)
+            except PoolirError as error:  # e.g. a name XML cannot hold
+                raise error.located(file=source) from None
         finally:
             progress.finish()
-        _make_folder(destination)
-        try:
-            ir.write_model(model, destination)
-        except PoolirError as error:  # e.g. a name XML cannot hold
-            raise error.located(file=source) from None
-        written = [destination] + ([destination.with_suffix(".bin")]
-                                   if any(layer.type == "Const" for layer in model.layers) else [])
         if model.version == 10:
             findings.extend(_v10_names_note(model))
     elif kinds == (".xml", ".onnx"):
         if ir_version is not None or input_shapes:
             raise UsageError("--ir-version and --input-shape apply to ONNX -> IR; for IR -> ONNX use --opset")
+        progress = ConvertProgress(unit="layer")
         try:
-            converted = ir_to_onnx(ir.read_model(source), opset=NEWEST_WRITTEN_OPSET if opset is None else opset)
-        except PoolirError as error:
-            raise error.located(file=source) from None
-        # A model poolir wrote must pass the full check; if not, that is poolir's bug (an internal error).
-        onnx.checker.check_model(converted, full_check=True)
-        findings.extend(onnxruntime_warnings(converted))  # still what the spec means; onnxruntime_gaps.py
-        _make_folder(destination)
-        write_files_atomically({destination: converted.SerializeToString()})
+            progress.step(f"reading {source}")
+            try:
+                converted = ir_to_onnx(ir.read_model(source), opset=NEWEST_WRITTEN_OPSET if opset is None else opset,
+                                       progress=progress)
+            except PoolirError as error:
+                raise error.located(file=source) from None
+            # A model poolir wrote must pass the full check; if not, that is poolir's bug (an internal error).
+            progress.step(f"checking the ONNX model ({_size(converted.ByteSize())})")
+            onnx.checker.check_model(converted, full_check=True)
+            findings.extend(onnxruntime_warnings(converted))  # still what the spec means; onnxruntime_gaps.py
+            _make_folder(destination)
+            progress.step(f"writing {destination} ({_size(converted.ByteSize())})")
+            write_files_atomically({destination: converted.SerializeToString()})
+        finally:
+            progress.finish()
         written = [destination]
     else:
         raise UsageError(f"cannot convert {source} to {destination}: expected .onnx -> .xml or .xml -> .onnx")
@@ -127,6 +167,20 @@ def _v10_names_note(model: ir.Model) -> list[str]:
     return ["IR v10 has no tensor names: OpenVINO names the outputs after their layers, "
             + ", ".join(f"{ours} -> {theirs}" for ours, theirs in renamed)
             + " (and returns i64 outputs as i32); --ir-version 11, the default, keeps the names"]
+
+
+def _const_bytes(model) -> int:
+    """The bytes of the model's Const data (the .bin's size before identical blobs share one offset)."""
+    return sum(layer.data.nbytes for layer in model.layers if layer.type == "Const" and layer.data is not None)
+
+
+def _size(count: int) -> str:
+    """A byte count as people read it: 812 B, 53 kB, 548 MB (powers of 1000)."""
+    for unit in ("B", "kB", "MB"):
+        if count < 1000:
+            return f"{count:.3g} {unit}" if unit != "B" else f"{count} B"
+        count /= 1000
+    return f"{count:.3g} GB"
 
 
 def _make_folder(destination: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import onnx
 from onnx import helper
 
@@ -15,8 +17,10 @@ from poolir.ir.model import Model
 from poolir.ir.schema import refuse_unknown_layers
 
 
-def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET) -> onnx.ModelProto:
-    """Convert an IR model to ONNX with the same meaning; raises ConversionError naming the layer."""
+def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET,
+               progress: Callable[[int, int], None] | None = None) -> onnx.ModelProto:
+    """Convert an IR model to ONNX with the same meaning; raises ConversionError naming the layer.
+    progress(done, total) is called after each layer (the command line shows it on stderr for a long run)."""
     if opset not in WRITABLE_OPSETS:
         raise UsageError(f"opset {opset} is not supported (supported: {OLDEST_WRITTEN_OPSET}..{NEWEST_WRITTEN_OPSET})")
     # Every layer type without a conversion at once (unknown types and versions included), before inference.
@@ -29,7 +33,9 @@ def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET) -> onnx.ModelPro
                                 "and compute nothing", file=model.source)
     inference = infer_model(model)
     context = Context(model, inference, opset)
-    for layer in inference.order:
+    for done, layer in enumerate(inference.order, 1):
+        if progress is not None:
+            progress(done, len(inference.order))
         if layer.id in context.folded:
             continue
         try:

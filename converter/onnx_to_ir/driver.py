@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from poolir.converter.onnx_to_ir.registry import CONVERTERS
 from poolir.ir.builder import GraphBuilder, OutputRef
 from poolir.ir.element_types import element_type_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
-from poolir.ir.model import Model, shape_str
+from poolir.ir.model import Layer, Model, shape_str
 from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.onnx_model import default_opset, order_nodes, refuse_unsupported
@@ -33,6 +34,10 @@ _FOLDABLE = frozenset(("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Reciprocal", "Add
                        "Mod", "Max", "Min", "Sum", "Mean", "Cast", "CastLike", "Identity", "Transpose", "Reshape",
                        "Concat", "Split", "Slice", "Squeeze", "Unsqueeze", "Gather", "Shape", "Expand", "Constant",
                        "ConstantOfShape", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"))
+# Ops whose folded output is a view of their constant input (numpy reshapes a contiguous array without copying):
+# folding them allocates nothing, so FOLD_LIMIT does not apply (GoogLeNet's 1000x1024 classifier weight is
+# reshaped before its Gemm; folded, the IR holds the weight once and no Reshape layer).
+_VIEWS = frozenset(("Identity", "Reshape", "Squeeze", "Unsqueeze"))
 _BROADCASTING = frozenset(("Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean"))
 
 
@@ -110,7 +115,56 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
                               name=f"{graph_output.name}/copy")[0]
         named_refs.add(ref)
         builder.result(ref, name=graph_output.name)
-    return builder.build(version=ir_version)
+    return _without_dead_layers(_constants_shared(builder.build(version=ir_version)))
+
+
+def _constants_shared(model: Model) -> Model:
+    """One Const per content: a family converter's own Consts (a bias reshaped to [1,C,1,1], an axes list) that
+    equal another Const in element type, shape and bytes are read from that one instead (the writer already
+    stores identical bytes once in the .bin; this keeps the graph to one layer per weight). A Const whose port
+    carries a tensor name (a graph output) keeps its own layer."""
+    candidates: dict[tuple, list[Layer]] = {}
+    for layer in model.layers:
+        if layer.type == "Const" and layer.data is not None and not layer.outputs[0].names:
+            key = (layer.attrs["element_type"], layer.data.shape, layer.data.nbytes)
+            candidates.setdefault(key, []).append(layer)
+    replaced: dict[int, int] = {}  # duplicate Const id -> the id of the first Const with its content
+    for group in candidates.values():
+        if len(group) < 2:
+            continue
+        first: dict[bytes, int] = {}
+        for layer in group:
+            digest = hashlib.sha256(np.ascontiguousarray(layer.data).reshape(-1).view(np.uint8)).digest()
+            kept = first.setdefault(digest, layer.id)
+            if kept != layer.id:
+                replaced[layer.id] = kept
+    if replaced:
+        model.edges = [replace(edge, from_layer=replaced.get(edge.from_layer, edge.from_layer))
+                       for edge in model.edges]
+    return model  # the duplicates are now unread: _without_dead_layers drops them
+
+
+def _without_dead_layers(model: Model) -> Model:
+    """The model without the layers no Result depends on (Parameters stay: they are the model's inputs).
+
+    Every constant a node reads becomes a Const before its converter runs, and a converter that uses the
+    array itself (a bias reshaped to [1,C,1,1], a Reshape target, a Pad's pads) leaves that Const unread;
+    OpenVINO drops such layers when it reads the file, and so does this, so the IR holds what it computes."""
+    inputs_of: dict[int, list[int]] = {}
+    for edge in model.edges:
+        inputs_of.setdefault(edge.to_layer, []).append(edge.from_layer)
+    live = {layer.id for layer in model.layers if layer.type in ("Result", "Parameter")}
+    stack = list(live)
+    while stack:
+        for source in inputs_of.get(stack.pop(), ()):
+            if source not in live:
+                live.add(source)
+                stack.append(source)
+    if len(live) == len(model.layers):
+        return model
+    model.layers = [layer for layer in model.layers if layer.id in live]
+    model.edges = [edge for edge in model.edges if edge.from_layer in live and edge.to_layer in live]
+    return model
 
 
 class _Constants:
@@ -148,7 +202,7 @@ def _fold(node: onnx.NodeProto, opset: int, values: dict[str, Value | np.ndarray
         return None
     try:
         attrs = onnx_ops.normalize_attributes(node, version)
-        if _output_bound(op_type, attrs, arrays) > FOLD_LIMIT:
+        if op_type not in _VIEWS and _output_bound(op_type, attrs, arrays) > FOLD_LIMIT:
             return None
         context = onnx_ops.NodeContext(node, version, attrs, node.name, [a.dtype if a is not None else None
                                        for a in arrays], [a.shape if a is not None else None for a in arrays],

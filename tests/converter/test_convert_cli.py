@@ -136,3 +136,44 @@ def test_output_that_is_a_hard_link_to_the_input_is_refused(tmp_path):
     result = invoke(xml, "-o", link)
     assert result.exit_code == 2 and "is the input" in result.output
     assert xml.read_bytes() == before
+
+
+def test_progress_shows_the_step_under_way_once_the_conversion_is_slow():
+    """A long read or write is one step with no node counts: a timer shows it once `after` has passed, and the
+    steps that follow appear at once; nothing appears for a fast conversion, and the line is cleared at the end."""
+    import io
+    import threading
+
+    from poolir.converter.cmd_convert import ConvertProgress
+
+    fast = io.StringIO()
+    progress = ConvertProgress(fast, after=60)
+    progress.step("reading m.onnx")
+    progress(1, 1)
+    progress.finish()
+    assert fast.getvalue() == ""
+
+    slow, shown = io.StringIO(), threading.Event()
+    progress = ConvertProgress(slow, after=0.01)
+    original = progress._write
+    progress._write = lambda: (original(), shown.set())
+    progress.step("reading m.onnx")
+    assert shown.wait(10), "the timer never showed the step"
+    progress(3, 5)
+    progress.step("writing m.xml, m.bin (1.2 MB)")
+    progress.finish()
+    lines = slow.getvalue().split("\r\033[K")
+    assert lines == ["", "reading m.onnx", "converting node 3/5", "writing m.xml, m.bin (1.2 MB)", ""]
+
+
+def test_ir_to_onnx_counts_layers():
+    from poolir.converter import ir_to_onnx
+    from poolir.converter.onnx_to_ir import onnx_to_ir
+
+    node = helper.make_node("Relu", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+    model = onnx_to_ir(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    calls = []
+    ir_to_onnx(model, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(1, 3), (2, 3), (3, 3)]  # Parameter, ReLU, Result

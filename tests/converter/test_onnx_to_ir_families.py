@@ -423,7 +423,7 @@ def test_huge_constant_of_shape_not_folded(tmp_path):
                               value=numpy_helper.from_array(np.array([10 ** 4, 10 ** 4], np.int64))),
              helper.make_node("ConstantOfShape", ["shape"], ["big"]),
              helper.make_node("Shape", ["big"], ["y"])]
-    model = make_model(nodes, [], [("y", T.INT64)])
+    model = make_model(nodes, [], [("y", T.INT64), ("big", T.FLOAT)])  # `big` is read (a layer nothing reads is dropped)
     converted = onnx_to_ir(model)
     assert "Broadcast" in {layer.type for layer in converted.layers}
 
