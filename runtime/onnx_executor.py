@@ -249,7 +249,7 @@ class OnnxProgram:
 
     # -- execution ----------------------------------------------------------------------------------
 
-    def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def execute(self, feeds: Mapping[str, np.ndarray], observe=None) -> dict[str, np.ndarray]:
         if self._dynamic:  # the sizes of this run's tensors, known from the feeds: checked before any node runs
             shapes = {name: tuple(feeds[name].shape) for name in self._dynamic}
             if shapes != self._checked_shapes:
@@ -273,6 +273,8 @@ class OnnxProgram:
             for name, result in zip(outputs, results):
                 if name:
                     values[name] = result
+                    if observe is not None:
+                        observe(name, result)
             for name in releases:
                 del values[name]
         return {name: values[name] for name in self.outputs}
