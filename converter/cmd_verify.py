@@ -22,7 +22,8 @@ from poolir.converter.verify.examples import walk_folders
 from poolir.ir.errors import printable
 
 STATUS_WORDS = {"reference": "reference", "ok": "ok", "mismatch": "MISMATCH", "refused": "REFUSED",
-                "expected-refused": "refused (expected)", "error": "ERROR", "unsupported": "not supported"}
+                "expected-refused": "refused (expected)", "error": "ERROR", "unsupported": "not supported",
+                "known-deviation": "differs (known)"}
 # Seconds of work before progress appears: a verify that takes less shows none.
 PROGRESS_AFTER = 2.0
 
@@ -72,7 +73,7 @@ def format_model(model: ModelReport) -> list[str]:
     for row in table:
         lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
     for row in model.rows:
-        if row.status in ("mismatch", "refused", "error", "expected-refused", "unsupported"):
+        if row.status in ("mismatch", "refused", "error", "expected-refused", "unsupported", "known-deviation"):
             lines.append(f"  {row.output} via {row.path}: {_explain(row)}")
     for location in model.locations:
         lines.extend(_located(location))

@@ -153,7 +153,7 @@ class Row:
 
     output: str
     path: str
-    status: str  # reference | ok | mismatch | refused | expected-refused | error
+    status: str  # reference | ok | mismatch | refused | expected-refused | error | unsupported | known-deviation
     shape: tuple[int, ...] | None = None
     dtype: str | None = None
     expected_shape: tuple[int, ...] | None = None
@@ -174,7 +174,7 @@ class Row:
 
 # reference: the path the others are compared with; unsupported: a peer engine has no kernel for an operator of
 # the model (it says nothing about the model, for a bundled example or a user's model alike).
-PASSING = ("reference", "ok", "expected-refused", "unsupported")
+PASSING = ("reference", "ok", "expected-refused", "unsupported", "known-deviation")
 
 
 def compare(output: str, path: str, actual: np.ndarray, expected: np.ndarray, tolerance: Tolerance) -> Row:

@@ -16,6 +16,8 @@ one row per output: shape, dtype, max abs and rel error and a status:
                        "expected_refused" (status "expected-refused", which passes).
     error              the path could not run (a peer failed, a converted model was rejected).
                        Fails, unless listed under "expected_refused" like a refusal.
+    known-deviation    a mismatch the example's manifest lists under "known_deviations" (a peer's converter
+                       known to compute something else there, pinned by a test). Passes.
     unsupported        a peer has no kernel for an operator of the model ("not supported by onnxruntime"):
                        it says nothing about the model, for a bundled example and a user's model alike. Passes.
 
@@ -171,7 +173,11 @@ def _rows(outcome: PathOutcome, reference_outputs: Mapping[str, np.ndarray], ref
             engine = outcome.name.split("(")[0]
             computed_as = np.dtype(COMPUTED_AS.get((engine, want.dtype.name), want.dtype))
             tolerance = options.for_output(name, computed_as, manifest.tolerance)
-            rows.append(compare(name, outcome.name, outcome.outputs[name], want, tolerance))
+            row = compare(name, outcome.name, outcome.outputs[name], want, tolerance)
+            deviation = manifest.known_deviations.get(outcome.name)
+            if row.status == "mismatch" and deviation is not None:
+                row.status, row.detail = "known-deviation", f"{row.detail} (known: {deviation})"
+            rows.append(row)
     for name, array in outcome.outputs.items():
         if name not in reference_outputs:
             rows.append(Row(name, outcome.name, "mismatch", tuple(array.shape), str(array.dtype),
