@@ -136,7 +136,8 @@ def _locate(report: ModelReport, outcomes: list[PathOutcome], reference_model, f
     diverging model output. The reference graph is run by poolir in its own world (outcomes[0])."""
     reference = outcomes[0]
     for outcome in outcomes[1:]:
-        failing = [row for row in report.rows if row.path == outcome.name and row.status == "mismatch"]
+        failing = [row for row in report.rows if row.path == outcome.name
+                   and row.status in ("mismatch", "known-deviation")]
         if not failing or outcome.probe is None or reference.probe is None:
             continue
         try:

@@ -38,6 +38,8 @@ import onnx
 from poolir import runtime
 from poolir.converter.verify.compare import COMPUTED_AS, Mismatch, ToleranceOptions, compare, tolerance_for
 from poolir.ir.budget import max_memory
+from poolir.runtime import onnx_ops
+from poolir.runtime.onnx_model import default_opset
 
 # The most bytes of a path's intermediate tensors held at once (a quarter of the memory budget when smaller):
 # ResNet-50's intermediates at batch 1 are about 200 MB in all, so it takes one or two runs.
@@ -94,7 +96,7 @@ class NodeInfo:
     """A node of the reference graph (an ONNX node or an IR layer), as a located divergence names it."""
 
     name: str
-    op: str  # ONNX op_type, or IR type-version ("AvgPool-opset1")
+    op: str  # the ONNX op version ("AveragePool-11"), or IR type-version ("AvgPool-opset1")
     attributes: dict[str, Any]
     inputs: tuple[str, ...]  # tensor names ("" for an omitted optional input or an unnamed IR port)
 
@@ -105,10 +107,12 @@ def graph_nodes(model) -> dict[str, NodeInfo]:
     Parameter, Const and Result, by each of their names."""
     nodes: dict[str, NodeInfo] = {}
     if isinstance(model, onnx.ModelProto):
+        opset = default_opset(model)
         for index, node in enumerate(model.graph.node):
             if node.op_type == "Constant":
                 continue
-            info = NodeInfo(node.name or f"#{index}", node.op_type,
+            version = onnx_ops.op_version(node.op_type, opset) if not node.domain else None
+            info = NodeInfo(node.name or f"#{index}", version.label if version is not None else node.op_type,
                             {a.name: _attribute_text(onnx.helper.get_attribute_value(a)) for a in node.attribute},
                             tuple(node.input))
             nodes.update((name, info) for name in node.output if name)
