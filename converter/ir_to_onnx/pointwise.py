@@ -4,6 +4,8 @@ auto_broadcast numpy is ONNX's multidirectional broadcasting (and "none", equal 
 Select is ONNX Where. LessEqual and GreaterEqual need ONNX LessOrEqual/GreaterOrEqual (opset 12): Not(Greater)
 would turn a NaN comparison from false into true, so older opsets are refused. NotEqual is Not(Equal), exact
 for NaN too (NaN != NaN is true in both). Exp differs for NaN (OpenVINO +inf, ONNX NaN): see `exp`.
+OpenVINO's Greater and GreaterEqual are true for a NaN operand (runtime/ir_ops/pointwise.py): for float inputs
+they are written as Not(LessOrEqual) and Not(Less), which are too; integer and boolean inputs have no NaN.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.ir.element_types import dtype_of
+from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.model import Layer
 from poolir.runtime.onnx_ops import first_opset
 
@@ -40,6 +42,24 @@ def exp(context: Context, layer: Layer) -> None:
     context.node_into("Where", [number, raised, infinity], [context.name_output(layer, 0)], layer.name)
 
 
+def _negated(op_type: str, direct: str) -> Callable[[Context, Layer], None]:
+    """Greater as Not(LessOrEqual), GreaterEqual as Not(Less) for floats (OpenVINO's NaN rule); `direct` else."""
+    direct_converter = _direct(direct)
+
+    def convert(context: Context, layer: Layer) -> None:
+        element_type = context.input_info(layer, 0).element_type
+        if is_integer(element_type) or element_type == "boolean":
+            direct_converter(context, layer)
+            return
+        since = first_opset(op_type)
+        context.check_opset(since, f"{layer.type} (true for NaN, as OpenVINO computes it) needs ONNX {op_type}, "
+                                   f"from opset {since}")
+        inputs = [context.input(layer, 0), context.input(layer, 1)]
+        (compared,) = context.node(op_type, inputs, f"{layer.name}/{op_type.lower()}")
+        context.node_into("Not", [compared], [context.name_output(layer, 0)], layer.name)
+    return convert
+
+
 def not_equal(context: Context, layer: Layer) -> None:
     (equal,) = context.node("Equal", [context.input(layer, 0), context.input(layer, 1)], f"{layer.name}/equal")
     context.node_into("Not", [equal], [context.name_output(layer, 0)], layer.name)
@@ -47,8 +67,8 @@ def not_equal(context: Context, layer: Layer) -> None:
 
 CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
     "Sign": _direct("Sign"), "Negative": _direct("Neg"), "Exp": exp, "Log": _direct("Log"),
-    "Equal": _direct("Equal"), "NotEqual": not_equal, "Less": _direct("Less"), "Greater": _direct("Greater"),
-    "LessEqual": _direct("LessOrEqual"), "GreaterEqual": _direct("GreaterOrEqual"),
+    "Equal": _direct("Equal"), "NotEqual": not_equal, "Less": _direct("Less"), "Greater": _negated("LessOrEqual", "Greater"),
+    "LessEqual": _direct("LessOrEqual"), "GreaterEqual": _negated("Less", "GreaterOrEqual"),
     "LogicalNot": _direct("Not"), "LogicalAnd": _direct("And"), "LogicalOr": _direct("Or"),
     "LogicalXor": _direct("Xor"), "Select": _direct("Where"),
 }

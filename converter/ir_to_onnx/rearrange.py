@@ -3,14 +3,15 @@
 ShuffleChannels has no ONNX op: it is written as Reshape [d0..d(axis-1), group, C/group, -1] (leading dims
 copied with 0), Transpose of the two group axes, and Reshape back to Shape(x); exact, it only moves elements.
 GatherND-8 is ONNX GatherND (batch_dims from opset 12); GatherND-5 with batch_dims > 1 adds a Reshape that
-folds the batch dims into one. Tile's repeats are padded to the data rank (or the data gets leading dims of 1)
-because ONNX Tile takes exactly one repeat per axis.
+folds the batch dims into one. Tile's repeats (constant or computed) are padded to the data rank (or the data
+gets leading dims of 1) because ONNX Tile takes exactly one repeat per axis.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 from onnx import TensorProto
 
 from poolir.converter.ir_to_onnx.context import Context
@@ -60,19 +61,36 @@ def gather_nd(context: Context, layer: Layer) -> None:
 
 
 def tile(context: Context, layer: Layer) -> None:
-    repeats = context.constant_ints(layer, 1, "Tile repeats")
+    """Tile: repeats constant (padded here) or computed (cast to int64, padded with a Concat of ones)."""
     rank = len(context.input_info(layer, 0).shape)
     data = context.input(layer, 0)
-    if len(repeats) > rank:
-        axes = list(range(len(repeats) - rank))
+    known = context.constant(layer, 1)
+    if known is not None:
+        values = [int(v) for v in np.ravel(known)]
+        length = len(values)
+        repeats = context.int64s([1] * (rank - length) + values, f"{layer.name}/repeats")
+    else:
+        info = context.input_info(layer, 1)
+        length = info.shape[0].value if info.shape else 1
+        if length is None:
+            raise ConversionError("Tile repeats computed at run time need a static length")
+        repeats = context.input(layer, 1)
+        if info.element_type != "i64":  # ONNX Tile takes int64 repeats only
+            (repeats,) = context.node("Cast", [repeats], f"{layer.name}/repeats_i64", to=TensorProto.INT64)
+        if not info.shape:
+            (repeats,) = context.node("Reshape", [repeats, context.int64s([1], f"{layer.name}/one")],
+                                      f"{layer.name}/repeats_1d")
+        if length < rank:
+            ones = context.int64s([1] * (rank - length), f"{layer.name}/ones")
+            (repeats,) = context.node("Concat", [ones, repeats], f"{layer.name}/repeats", axis=0)
+    if length > rank:
+        axes = list(range(length - rank))
         if has_attribute("Unsqueeze", context.opset, "axes"):
             (data,) = context.node("Unsqueeze", [data], f"{layer.name}/lifted", axes=axes)
         else:
             (data,) = context.node("Unsqueeze", [data, context.int64s(axes, f"{layer.name}/axes")],
                                    f"{layer.name}/lifted")
-    repeats = [1] * (rank - len(repeats)) + repeats
-    context.node_into("Tile", [data, context.int64s(repeats, f"{layer.name}/repeats")],
-                      [context.name_output(layer, 0)], layer.name)
+    context.node_into("Tile", [data, repeats], [context.name_output(layer, 0)], layer.name)
 
 
 CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {

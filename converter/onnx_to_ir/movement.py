@@ -16,6 +16,10 @@ Where ONNX and OpenVINO give one name two meanings:
 - Shape start/end (opset 15) slice ShapeOf's output with Slice-8 under the same clamping rules.
 - Gather-8 takes negative indices like ONNX (Gather-1 and -7 do not).
 - Expand is Broadcast-3 with mode bidirectional (ONNX Expand broadcasts both ways).
+- Flatten (every version; a negative axis from 11, asked of the row) is a Reshape to
+  [prod(dims[:axis]), prod(dims[axis:])]: a constant target when the dims are static; -1 for the one dynamic
+  side when the other side's product is static and not zero (then -1 is exactly total / product); otherwise
+  the two products are computed from ShapeOf (Slice, ReduceProd, Concat), exact for zero-length dims too.
 """
 
 from __future__ import annotations
@@ -190,6 +194,35 @@ def shape(node: OnnxNode) -> list[Value]:
                       name=node.name)
 
 
+def flatten(node: OnnxNode) -> list[Value]:
+    x, attrs = node.checked_single_input()
+    rank = len(x.shape)
+    axis = attrs.get("axis", 1)
+    lowest = -rank if node.version.since >= 11 else 0  # runtime.onnx_ops' Flatten rows: negative from 11
+    if not lowest <= axis <= rank:
+        raise InvalidModelError(f"attribute 'axis' = {axis} is out of range for rank {rank} ({lowest}..{rank})")
+    axis = axis + rank if axis < 0 else axis
+    sides = [x.shape[:axis], x.shape[axis:]]
+    products = [None if None in dims else int(np.prod(dims, dtype=np.int64)) for dims in sides]
+    if None not in products:
+        target = _i64(node, products)
+    elif products.count(None) == 1 and next(p for p in products if p is not None) != 0:
+        target = _i64(node, [-1 if p is None else p for p in products])  # exactly total / the static product
+    else:
+        (dims,) = node.layer("ShapeOf", [x], {"output_type": "i64"}, name=f"{node.name}/shape")
+        parts = []
+        for index, (start, end) in enumerate(((0, axis), (axis, rank))):
+            if start == end:  # an empty side: its product is 1
+                parts.append(_i64(node, [1]))
+                continue
+            (side,) = node.layer("Slice", [dims, _i64(node, [start]), _i64(node, [end]), _i64(node, [1])],
+                                 name=f"{node.name}/dims{index}")
+            parts += node.layer("ReduceProd", [side, _i64(node, [0])], {"keep_dims": True},
+                                name=f"{node.name}/product{index}")
+        (target,) = node.layer("Concat", parts, {"axis": 0}, name=f"{node.name}/target")
+    return node.layer("Reshape", [x, target], {"special_zero": False}, name=node.name)
+
+
 def expand(node: OnnxNode) -> list[Value]:
     node.attributes()
     x, target = node.checked_inputs(2, 2)
@@ -262,5 +295,5 @@ def pad(node: OnnxNode) -> list[Value]:
 CONVERTERS = {
     "Identity": identity, "Transpose": transpose, "Reshape": reshape, "Concat": concat, "Split": split,
     "Slice": slice_, "Squeeze": squeeze, "Unsqueeze": unsqueeze, "Gather": gather, "Shape": shape,
-    "Expand": expand, "Constant": constant, "ConstantOfShape": constant_of_shape, "Pad": pad,
+    "Expand": expand, "Flatten": flatten, "Constant": constant, "ConstantOfShape": constant_of_shape, "Pad": pad,
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from poolir.converter.onnx_to_ir import (activation, convolution, elementwise, matmul, movement, normalization,
-                                         pooling, reduction)
+                                         pointwise, pooling, rearrange, reduction)
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.registry import check_coverage, merge_families
 from poolir.runtime.onnx_ops import OP_VERSIONS
@@ -26,15 +26,12 @@ CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
     "elementwise": elementwise.CONVERTERS,
     "reduction": reduction.CONVERTERS,
     "activation": activation.CONVERTERS,
+    "pointwise": pointwise.CONVERTERS,
+    "rearrange": rearrange.CONVERTERS,
 })
 
 NOT_YET = "not yet converted to IR"
 NOT_CONVERTED: dict[str, str] = {
-    # elementwise: IR has the layers since the pointwise family; the converters are not written yet
-    **dict.fromkeys(("Exp", "Log", "Sign", "Not", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-                     "And", "Or", "Xor", "Where"), NOT_YET),
-    # movement
-    **dict.fromkeys(("Flatten", "GatherND", "Tile"), NOT_YET),
     # reduction
     **dict.fromkeys(("ReduceLogSum", "ReduceLogSumExp"), NOT_YET),
 }

@@ -50,8 +50,12 @@ def _binary(function: Callable) -> Callable[[LayerInfo], LayerFn]:
     return build
 
 
+# Greater and GreaterEqual: OpenVINO 2026.4's CPU plugin computes not(a <= b) and not(a < b), so a NaN operand
+# gives true (measured for f16, f32, f64: Greater(nan, 1), Greater(1, nan), GreaterEqual(nan, nan) are true;
+# numpy and ONNX give false). The spec says a > b and nothing of NaN; the IR world follows the plugin.
 for _type, _function in (("Equal", np.equal), ("NotEqual", np.not_equal), ("Less", np.less),
-                         ("LessEqual", np.less_equal), ("Greater", np.greater), ("GreaterEqual", np.greater_equal),
+                         ("LessEqual", np.less_equal), ("Greater", lambda a, b: np.logical_not(np.less_equal(a, b))),
+                         ("GreaterEqual", lambda a, b: np.logical_not(np.less(a, b))),
                          ("LogicalAnd", np.logical_and), ("LogicalOr", np.logical_or),
                          ("LogicalXor", np.logical_xor)):
     builder(_type)(_binary(_function))

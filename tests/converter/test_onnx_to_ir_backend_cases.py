@@ -25,7 +25,9 @@ from tests.peers import openvino_run_xml
 MODULES = ("abs", "add", "cast", "castlike", "ceil", "concat", "constant", "constantofshape", "div", "expand",
            "floor", "gather", "max", "mean", "min", "mod", "mul", "neg", "pad", "pow", "reciprocal", "reducel1",
            "reducel2", "reducemax", "reducemean", "reducemin", "reduceprod", "reducesum", "reducesumsquare",
-           "reshape", "shape", "slice", "split", "sqrt", "squeeze", "sub", "sum", "transpose", "unsqueeze")
+           "reshape", "shape", "slice", "split", "sqrt", "squeeze", "sub", "sum", "transpose", "unsqueeze",
+           "flatten", "sign", "exp", "log", "not_", "equal", "less", "greater", "less_or_equal", "greater_or_equal",
+           "and_", "or_", "xor", "where", "gathernd", "tile")
 
 # What poolir refuses, as the error says it (each a deliberate refusal, not a failure).
 REFUSED = (

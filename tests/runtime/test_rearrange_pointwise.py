@@ -60,6 +60,10 @@ def _cases():
     for repeats, shape in (([2, 3], (2, 3)), ([2], (2, 3)), ([2, 1, 3], (2, 3)), ([1, 1], (4, 1)), ([3, 0, 1], (1, 2, 2))):
         case(f"tile_{'_'.join(map(str, repeats))}_{len(shape)}d", {"x": _f32(*shape)},
              lambda x, r=repeats: [opset1.tile(x, opset1.constant(np.array(r, np.int64)))])
+    # repeats computed at run time (ShapeOf), shorter and longer than the rank, i64 and i32
+    for x_shape, y_shape, index_type in (((2, 3, 2), (2, 1), "i64"), ((3,), (2, 2), "i32"), ((2, 2), (3, 1), "i32")):
+        case(f"tile_computed_{len(x_shape)}d_by_{len(y_shape)}_{index_type}", {"x": _f32(*x_shape), "y": _f32(*y_shape)},
+             lambda x, y, t=index_type: [opset1.tile(x, opset3.shape_of(y, t))])
     a = _f32(2, 3, 4)
     a[0, 0, :2] = 0.0
     a[1, 2, 3] = np.nan  # Sign, Negative, Exp, Log keep NaN in OpenVINO (measured), as in numpy
@@ -75,6 +79,13 @@ def _cases():
         opset1.logical_xor(opset1.logical_and(opset1.less(x, y), opset1.logical_not(opset1.equal(x, y))),
                            opset1.logical_or(opset1.greater(x, y), opset1.equal(x, y))),
     ])
+    # OpenVINO's CPU plugin computes Greater as not(a <= b) and GreaterEqual as not(a < b): true for NaN
+    nan_x = np.array([np.nan, 1, np.nan, 2, -np.inf, np.inf, 0.0, 3], np.float32)
+    nan_y = np.array([1, np.nan, np.nan, 1, -np.inf, np.inf, -0.0, 4], np.float32)
+    for dtype in (np.float32, np.float16):
+        case(f"compare_nan_{np.dtype(dtype).name}", {"x": nan_x.astype(dtype), "y": nan_y.astype(dtype)},
+             lambda x, y: [opset1.greater(x, y), opset1.greater_equal(x, y), opset1.less(x, y),
+                           opset1.less_equal(x, y), opset1.equal(x, y), opset1.not_equal(x, y)])
     case("select_broadcast", {"c": RNG.random((1, 3, 1)) < 0.5, "x": _f32(2, 3, 4), "y": _f32(4)},
          lambda c, x, y: [opset1.select(c, x, y)])
     case("f16_unary", {"x": _f32(3, 4).astype(np.float16)}, lambda x: [opset1.exp(x), opset1.sign(x),
