@@ -75,8 +75,13 @@ def format_model(model: ModelReport) -> list[str]:
     for row in model.rows:
         if row.status in ("mismatch", "refused", "error", "expected-refused", "unsupported", "known-deviation"):
             lines.append(f"  {row.output} via {row.path}: {_explain(row)}")
+    groups: dict = {}  # paths that diverge at the same node the same way are reported once, together
     for location in model.locations:
-        lines.extend(_located(location))
+        d = location.divergence
+        key = (id(location),) if d is None else (d.node, d.tensor, d.mismatched, d.shape, location.first_output)
+        groups.setdefault(key, []).append(location)
+    for locations in groups.values():
+        lines.extend(_located(locations[0], ", ".join(location.path for location in locations)))
     # Names, paths and details come from files: a newline or an ANSI escape in one is shown escaped.
     return [printable(line, limit=None) for line in lines]
 
@@ -94,17 +99,17 @@ def _explain(row: Row) -> str:
     return "; ".join(parts)
 
 
-def _located(location) -> list[str]:
+def _located(location, paths: str) -> list[str]:
     d = location.divergence
     if d is None:
         why = location.note or (f"no tensor diverges among the {location.compared} of {location.tensors} "
                                 "it exposes by name; the difference is in the outputs alone")
-        return [f"  {location.path}: first divergence not located: {why}"]
+        return [f"  {paths}: first divergence not located: {why}"]
     attributes = " ".join(f"{k}={_attribute(v)}" for k, v in d.attributes.items())
     figures = (d.detail or "") if d.shape != d.expected_shape else (
         f"{d.mismatched} of {d.size} elements differ, max abs err {_number(d.max_abs_error)}, "
         f"max rel err {_number(d.max_rel_error)} ({d.tolerance})")
-    lines = [f"  {location.path}: first diverges at node '{d.node}' ({d.op}), output '{d.tensor}'",
+    lines = [f"  {paths}: first diverges at node '{d.node}' ({d.op}), output '{d.tensor}'",
              f"      {attributes}" if attributes else None,
              f"      {figures}",
              f"      after {location.compared} tensors that agree; first diverging model output: "
