@@ -11,7 +11,7 @@ and poolir's does not. generate.py turns them into example folders (expected val
     softmax_opset11_4d      Conv 1x1 -> ReLU -> Softmax (opset 11, axis 1) on a 4-D map, a classifier applied
                             per position: before opset 13, Softmax flattens the input to 2-D at `axis` and
                             normalises the whole C*H*W block; OpenVINO 2026.4's convert_model normalises along
-                            axis 1 alone for Softmax-11 and -12 (measured: off by 0.63 here; for Softmax-1..9 it
+                            axis 1 alone for Softmax-11 and -12 (measured: off by 0.63 here; for Softmax-9 it
                             flattens, as the spec says, and agrees).
 
 The weights are seeded random numbers; the networks are small so that the example folders stay a few kB.
