@@ -60,16 +60,21 @@ class _Collected(Exception):
 
 
 class _RuntimeProbe(Probe):
-    """poolir's runtime on one model: one Session, intermediate tensors through Session.run's `observe`."""
+    """poolir's runtime on one model, intermediate tensors through Session.run's `observe`. Only the reference
+    keeps its Session (`keep=True`: the search runs it several times); a path's Session is planned for each
+    use and dropped, so a verify does not hold the weights of every path's plan at once."""
 
-    def __init__(self, get_model: Callable[[], Any], feeds: Mapping[str, np.ndarray] | None):
-        self._get_model, self._feeds, self._session = get_model, feeds, None
+    def __init__(self, get_model: Callable[[], Any], feeds: Mapping[str, np.ndarray] | None, keep: bool):
+        self._get_model, self._feeds, self._keep, self._session = get_model, feeds, keep, None
         super().__init__(lambda: set(graph_nodes(self._get_model())), self._tensors)
 
     def session(self) -> runtime.Session:
-        if self._session is None:
-            self._session = runtime.Session(self._get_model())
-        return self._session
+        if self._session is not None:
+            return self._session
+        session = runtime.Session(self._get_model())
+        if self._keep:
+            self._session = session
+        return session
 
     def _tensors(self, wanted: Sequence[str]) -> dict[str, np.ndarray]:
         wanted, got = set(wanted), {}
@@ -87,8 +92,9 @@ class _RuntimeProbe(Probe):
         return got
 
 
-def runtime_probe(get_model: Callable[[], Any], feeds: Mapping[str, np.ndarray] | None = None) -> _RuntimeProbe:
-    return _RuntimeProbe(get_model, feeds)
+def runtime_probe(get_model: Callable[[], Any], feeds: Mapping[str, np.ndarray] | None = None,
+                  keep: bool = False) -> _RuntimeProbe:
+    return _RuntimeProbe(get_model, feeds, keep)
 
 
 @dataclass(frozen=True, slots=True)

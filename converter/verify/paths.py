@@ -144,7 +144,7 @@ def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], out
     (--input-shape) are fixed by the conversion too, so that every path runs the shape the feeds have."""
     to_ir = _lazy(lambda: converter.onnx_to_ir(model, input_shapes=dict(input_shapes or {})))
     back = _lazy(lambda: converter.ir_to_onnx(to_ir(), opset=NEWEST_WRITTEN_OPSET))
-    reference = runtime_probe(lambda: model, feeds)
+    reference = runtime_probe(lambda: model, feeds, keep=True)
     outcomes = [PathOutcome("runtime(onnx)", _arrays(reference.session().run(feeds)), probe=reference)]
     outcomes.append(_runtime_path("runtime(onnx->ir)", to_ir, feeds, step))
     outcomes.append(_runtime_path("runtime(onnx->ir->onnx)", back, feeds, step))
@@ -171,11 +171,11 @@ def ir_paths(model, xml_path: Path, feeds: Mapping[str, np.ndarray], peers: Sequ
     back = _lazy(lambda: converter.ir_to_onnx(model, opset=NEWEST_WRITTEN_OPSET))
     outcomes = []
     if source is not None:
-        reference = runtime_probe(lambda: source, feeds)
+        reference = runtime_probe(lambda: source, feeds, keep=True)
         outcomes.append(PathOutcome("runtime(onnx)", _arrays(reference.session().run(feeds)), probe=reference))
         outcomes.append(_runtime_path("runtime(ir)", lambda: model, feeds, step))
     else:
-        reference = runtime_probe(lambda: model, feeds)
+        reference = runtime_probe(lambda: model, feeds, keep=True)
         outcomes.append(PathOutcome("runtime(ir)", _arrays(reference.session().run(feeds)), probe=reference))
     outcomes.append(_runtime_path("runtime(ir->onnx)", back, feeds, step))
     if "onnxruntime" in peers:
