@@ -14,7 +14,7 @@
 
 from poolir.converter.verify.compare import (COMPUTED_AS, DEFAULT_TOLERANCES, EXACT, Mismatch, Row, Tolerance,
                                              ToleranceOptions, compare, tolerance_for)
-from poolir.converter.verify.locate import Divergence, Location, locate
+from poolir.converter.verify.locate import Divergence, Location
 from poolir.converter.verify.driver import verify_example, verify_model, verify_path, verify_paths
 from poolir.converter.verify.examples import (DEFAULT_EXAMPLES, EXAMPLE_MODELS, Manifest, expand, find_examples,
                                               is_example, load_arrays, read_manifest)
@@ -24,7 +24,7 @@ from poolir.converter.verify.report import ModelReport, Report
 __all__ = [
     "COMPUTED_AS", "DEFAULT_EXAMPLES", "DEFAULT_TOLERANCES", "Divergence", "EXACT", "EXAMPLE_MODELS", "Location",
     "Manifest", "Mismatch", "ModelReport", "PEERS", "PathOutcome", "Report", "Row", "Tolerance", "ToleranceOptions",
-    "check_peers", "compare", "expand", "find_examples", "ir_paths", "is_example", "load_arrays", "locate",
+    "check_peers", "compare", "expand", "find_examples", "ir_paths", "is_example", "load_arrays",
     "onnx_paths", "read_manifest", "tolerance_for",
     "verify_example", "verify_model", "verify_path", "verify_paths",
 ]
