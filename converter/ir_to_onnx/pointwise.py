@@ -60,6 +60,30 @@ def _negated(op_type: str, direct: str) -> Callable[[Context, Layer], None]:
     return convert
 
 
+def fold_exp_keeping_nan(context: Context, layer: Layer) -> bool:
+    """Select(Equal(x, x), Exp(x), x), poolir's IR for ONNX Exp (OpenVINO's Exp gives +inf for NaN), is ONNX
+    Exp(x): written as one node when Exp and Equal are read by that Select only. Tried at whichever of Exp and
+    Equal comes first in the order."""
+    select = context.single_consumer(layer)
+    if select is None or select.type != "Select":
+        return False
+    source = [context.producers[(select.id, port.id)] for port in select.inputs]
+    by_id = {producer: context.by_id[producer[0]] for producer in source[:2]}
+    equal, raised = by_id[source[0]], by_id[source[1]]
+    if equal.type != "Equal" or raised.type != "Exp" or (layer is not equal and layer is not raised):
+        return False
+    x = source[2]
+    operands = [context.producers[(equal.id, port.id)] for port in equal.inputs]
+    if operands != [x, x] or context.producers[(raised.id, raised.inputs[0].id)] != x:
+        return False
+    other = raised if layer is equal else equal
+    if context.single_consumer(other) is not select:
+        return False
+    context.node_into("Exp", [context.tensors[x]], [context.name_output(select, 0)], select.name)
+    context.folded.update((other.id, select.id))
+    return True
+
+
 def not_equal(context: Context, layer: Layer) -> None:
     (equal,) = context.node("Equal", [context.input(layer, 0), context.input(layer, 1)], f"{layer.name}/equal")
     context.node_into("Not", [equal], [context.name_output(layer, 0)], layer.name)
@@ -67,8 +91,11 @@ def not_equal(context: Context, layer: Layer) -> None:
 
 CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
     "Sign": _direct("Sign"), "Negative": _direct("Neg"), "Exp": exp, "Log": _direct("Log"),
-    "Equal": _direct("Equal"), "NotEqual": not_equal, "Less": _direct("Less"), "Greater": _negated("LessOrEqual", "Greater"),
+    "Equal": _direct("Equal"), "NotEqual": not_equal, "Less": _direct("Less"),
+    "Greater": _negated("LessOrEqual", "Greater"),
     "LessEqual": _direct("LessOrEqual"), "GreaterEqual": _negated("Less", "GreaterOrEqual"),
     "LogicalNot": _direct("Not"), "LogicalAnd": _direct("And"), "LogicalOr": _direct("Or"),
     "LogicalXor": _direct("Xor"), "Select": _direct("Where"),
 }
+
+FOLDS: dict[str, Callable[[Context, Layer], bool]] = dict.fromkeys(("Exp", "Equal"), fold_exp_keeping_nan)

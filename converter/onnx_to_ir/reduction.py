@@ -2,9 +2,15 @@
 
 ONNX keepdims is IR keep_dims. Axes: an attribute before the op's first version with
 noop_with_empty_axes (runtime.onnx_ops.first_opset_with asks the table), an optional input after. Absent or
-empty axes reduce every axis, unless noop_with_empty_axes=1, when the input passes through unchanged.
-ReduceSumSquare is ReduceSum(x * x), ReduceLogSum Log(ReduceSum(x)) and ReduceLogSumExp needs Exp and Log:
-poolir's IR has no Log or Exp layer, so the last two are refused.
+empty axes reduce every axis, unless noop_with_empty_axes=1, when they reduce over no axis (_over_no_axis).
+ReduceSumSquare is ReduceSum(x * x) and ReduceLogSum Log(ReduceSum(x)). OpenVINO has no log-sum-exp layer;
+ReduceLogSumExp is log(sum(exp(x))) computed as onnxruntime, onnx.reference and PyTorch compute it, shifted
+by the largest finite element m so that exp cannot overflow or underflow every term:
+    m = ReduceMax(x) where finite, else 0;   y = Log(ReduceSum(Exp(x - m))) + m
+(equal to the plain Exp, ReduceSum, Log in exact arithmetic; the plain chain overflows to inf at x = 89 in
+f32 where onnxruntime gives 89.0, and gives -inf at x = -104 where onnxruntime gives -104). The Exp keeps NaN
+(pointwise.exp_keeping_nan; OpenVINO's ReduceMax skips NaN, measured). Both are defined for floats only (the
+onnx reference refuses integers, and opset 28 drops them from the schema), so integer inputs are refused.
 """
 
 from __future__ import annotations
@@ -12,10 +18,12 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
+from poolir.converter.onnx_to_ir.pointwise import check_float, exp_keeping_nan
 from poolir.ir.errors import ConversionError, InvalidModelError
 
 _DIRECT = {op: op for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                              "ReduceL2")}
+_NUMPY = {"auto_broadcast": "numpy"}
 
 
 def _axes(node: OnnxNode, attrs: dict, axes_input: Value | None, rank: int) -> list[int] | None:
@@ -45,20 +53,64 @@ def reduce(node: OnnxNode) -> list[Value]:
     x, axes_input = (node.checked_inputs(1, 1 if "axes" in node.version.attributes else 2, optional=(1,))
                      + [None])[:2]
     axes = _axes(node, attrs, axes_input, len(x.shape))
-    if axes is None:
-        return [x]  # noop_with_empty_axes: the driver copies it if it is also a graph input/output name
     op_type = node.version.op_type
+    if axes is None:
+        return _over_no_axis(node, x)
+    keep_dims = bool(attrs.get("keepdims", 1))
+    axes_value = Value(node.const(np.asarray(axes, np.int64)), "i64", (len(axes),))
+    if op_type in _LOGARITHMIC:
+        check_float(node, x)
+        return [_LOGARITHMIC[op_type](node, x, axes_value, keep_dims)]
     source = x
     if op_type == "ReduceSumSquare":
-        (source,) = node.layer("Multiply", [x, x], {"auto_broadcast": "numpy"}, name=f"{node.name}/square")
+        (source,) = node.layer("Multiply", [x, x], _NUMPY, name=f"{node.name}/square")
         layer_type = "ReduceSum"
-    elif op_type in _DIRECT:
-        layer_type = _DIRECT[op_type]
     else:
-        raise ConversionError(f"{op_type} needs Log (and Exp), which poolir's IR has no layer for")
-    axes_value = Value(node.const(np.asarray(axes, np.int64)), "i64", (len(axes),))
-    return node.layer(layer_type, [source, axes_value], {"keep_dims": bool(attrs.get("keepdims", 1))},
-                      name=node.name)
+        layer_type = _DIRECT[op_type]
+    return node.layer(layer_type, [source, axes_value], {"keep_dims": keep_dims}, name=node.name)
 
 
-CONVERTERS = {**dict.fromkeys(_DIRECT, reduce), "ReduceSumSquare": reduce}
+def _log_sum(node: OnnxNode, x: Value, axes: Value, keep_dims: bool) -> Value:
+    (total,) = node.layer("ReduceSum", [x, axes], {"keep_dims": keep_dims}, name=f"{node.name}/sum")
+    return node.layer("Log", [total], name=node.name)[0]
+
+
+def _log_sum_exp(node: OnnxNode, x: Value, axes: Value, keep_dims: bool) -> Value:
+    """Log(ReduceSum(Exp(x - m))) + m, m the largest element where finite, else 0 (module docstring)."""
+    name = node.name
+    (largest,) = node.layer("ReduceMax", [x, axes], {"keep_dims": True}, name=f"{name}/max")
+    (difference,) = node.layer("Subtract", [largest, largest], _NUMPY, name=f"{name}/max_minus_max")
+    zero = Value(node.const(0, x.element_type), x.element_type, ())
+    (finite,) = node.layer("Equal", [difference, zero], _NUMPY, name=f"{name}/max_is_finite")
+    (shift,) = node.layer("Select", [finite, largest, zero], _NUMPY, name=f"{name}/shift")
+    (shifted,) = node.layer("Subtract", [x, shift], _NUMPY, name=f"{name}/shifted")
+    raised = exp_keeping_nan(node, shifted, f"{name}/exp")
+    (total,) = node.layer("ReduceSum", [raised, axes], {"keep_dims": keep_dims}, name=f"{name}/sum")
+    (logarithm,) = node.layer("Log", [total], name=f"{name}/log")
+    if not keep_dims:
+        (shift,) = node.layer("Squeeze", [shift, axes], name=f"{name}/shift_squeezed")
+    return node.layer("Add", [logarithm, shift], _NUMPY, name=name)[0]
+
+
+_LOGARITHMIC = {"ReduceLogSum": _log_sum, "ReduceLogSumExp": _log_sum_exp}
+
+
+def _over_no_axis(node: OnnxNode, x: Value) -> list[Value]:
+    """noop_with_empty_axes=1 with no axes: "reduction over an empty set of axes ... composite-reduction
+    operators will still perform the non-reduction steps" (the spec, onnx 1.23; onnxruntime 1.31 and
+    onnx.reference agree): ReduceSumSquare is x * x, ReduceL1 |x|, ReduceL2 sqrt(x * x), ReduceLogSum log(x);
+    the others (ReduceLogSumExp too: onnxruntime gives x, inf and NaN included) pass x through, and the
+    driver copies it if it is also a graph input/output name."""
+    op_type = node.version.op_type
+    if op_type in _LOGARITHMIC:
+        check_float(node, x)
+    if op_type in ("ReduceSumSquare", "ReduceL2"):
+        (square,) = node.layer("Multiply", [x, x], _NUMPY, name=node.name if op_type == "ReduceSumSquare" else
+                               f"{node.name}/square")
+        return [square] if op_type == "ReduceSumSquare" else node.layer("Sqrt", [square], name=node.name)
+    if op_type in ("ReduceL1", "ReduceLogSum"):
+        return node.layer("Abs" if op_type == "ReduceL1" else "Log", [x], name=node.name)
+    return [x]
+
+
+CONVERTERS = {**dict.fromkeys(_DIRECT, reduce), "ReduceSumSquare": reduce, **dict.fromkeys(_LOGARITHMIC, reduce)}

@@ -35,7 +35,15 @@ def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool)
     elif kind == "log_sum":
         result = np.log(np.sum(source, axis=axis, keepdims=keepdims, dtype=work))
     elif kind == "log_sum_exp":
-        result = np.log(np.sum(np.exp(source), axis=axis, keepdims=keepdims, dtype=work))
+        # log(sum(exp(x))) shifted by the largest finite element (0 when none), as onnxruntime, onnx.reference
+        # and PyTorch compute it: the plain form overflows at x = 89 in f32 (onnxruntime: 89.0).
+        largest = np.max(source, axis=axis, keepdims=True, initial=-np.inf, where=np.isfinite(source))
+        shift = np.where(np.isfinite(largest), largest, 0).astype(work)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            total = np.sum(np.exp(source - shift), axis=axis, keepdims=True, dtype=work)
+            result = np.log(total) + shift
+        if not keepdims:
+            result = np.squeeze(result, axis=axis)
     else:
         raise ValueError(f"unknown reduction {kind!r}")
     return np.asarray(result).astype(x.dtype, copy=False)

@@ -6,6 +6,8 @@ first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) a
 
 from __future__ import annotations
 
+import numpy as np
+
 from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.reduction import reduce
 from poolir.runtime.onnx_ops.registry import (INT, INTS, REMOVED, Attribute, NodeContext, Step, adapter, define,
@@ -26,7 +28,7 @@ _REDUCE_KINDS = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "
 @adapter(*_REDUCE_KINDS)
 def plan_reduce(ctx: NodeContext) -> Step:
     """axes: an attribute before opset 13 (ReduceSum) / 18 (the others), then an optional input. Empty
-    or absent axes reduce every axis, unless noop_with_empty_axes=1 (then the input passes through)."""
+    or absent axes reduce every axis, unless noop_with_empty_axes=1 (then each element is reduced alone)."""
     kind = _REDUCE_KINDS[ctx.version.op_type]
     keepdims = bool(ctx.attrs.get("keepdims", 1))
     attribute_axes = ctx.attrs.get("axes")
@@ -35,7 +37,9 @@ def plan_reduce(ctx: NodeContext) -> Step:
     def run(x, axes=None):
         chosen = list(attribute_axes) if attribute_axes is not None else ([] if axes is None else int_values(axes))
         if not chosen and noop:
-            return (x,)
+            # "reduction over an empty set of axes": each element alone, so ReduceLogSum gives log(x) and
+            # ReduceSumSquare x * x (the spec's wording in onnx 1.23; onnxruntime 1.31 and onnx.reference agree)
+            return (reduce(x[..., np.newaxis], kind, [-1], False),)
         if any(not -x.ndim <= axis < x.ndim for axis in chosen) or len({a % x.ndim for a in chosen}) != len(chosen):
             raise UsageError(f"axes {chosen[:8]} are out of range or repeated for an input of rank {x.ndim}")
         return (reduce(x, kind, chosen, keepdims),)

@@ -27,7 +27,8 @@ MODULES = ("abs", "add", "cast", "castlike", "ceil", "concat", "constant", "cons
            "reducel2", "reducemax", "reducemean", "reducemin", "reduceprod", "reducesum", "reducesumsquare",
            "reshape", "shape", "slice", "split", "sqrt", "squeeze", "sub", "sum", "transpose", "unsqueeze",
            "flatten", "sign", "exp", "log", "not_", "equal", "less", "greater", "less_or_equal", "greater_or_equal",
-           "and_", "or_", "xor", "where", "gathernd", "tile")
+           "and_", "or_", "xor", "where", "gathernd", "tile",
+           "reduce_log_sum", "reduce_log_sum_exp")
 
 # What poolir refuses, as the error says it (each a deliberate refusal, not a failure).
 REFUSED = (

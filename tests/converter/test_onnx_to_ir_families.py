@@ -366,12 +366,6 @@ def test_reduce_noop_with_empty_axes(tmp_path):
     assert not any(layer.type.startswith("Reduce") for layer in converted.layers)
 
 
-@pytest.mark.parametrize("op", ["ReduceLogSum", "ReduceLogSumExp"])
-def test_reduce_log_refused(op):
-    with pytest.raises(PoolirError, match=op):
-        onnx_to_ir(single(op, [(T.FLOAT, (2, 3))], opset=13))
-
-
 # -- whole graphs ------------------------------------------------------------------------------------------
 
 def test_view_batch_flatten(tmp_path):

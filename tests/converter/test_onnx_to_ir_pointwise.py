@@ -46,6 +46,17 @@ def test_exp_log(op, elem, opset, tmp_path):
     check(model, tmp_path, {"x0": x}, rtol=1e-6 if elem != T.FLOAT16 else 1e-3)
 
 
+def test_exp_round_trip_is_one_exp_again(tmp_path):
+    """ONNX Exp -> IR Select(Equal(x, x), Exp(x), x) (OpenVINO's Exp gives +inf for NaN) -> ONNX Exp again."""
+    from poolir import ir
+    from poolir.converter.ir_to_onnx import ir_to_onnx
+    converted = check(single("Exp", [(T.FLOAT, (2, 3))], opset=13), tmp_path,
+                      {"x0": np.array([[np.nan, -np.inf, np.inf], [0, 1, -1]], np.float32)})
+    assert sorted(layer.type for layer in converted.layers) == ["Equal", "Exp", "Parameter", "Result", "Select"]
+    back = ir_to_onnx(ir.read_model(tmp_path / "m.xml"))
+    assert [node.op_type for node in back.graph.node] == ["Exp"]
+
+
 @pytest.mark.parametrize("op", ["Exp", "Log"])
 def test_exp_log_integer_refused(op):
     with pytest.raises(UnsupportedError, match="floating-point"):

@@ -62,7 +62,8 @@ def _cases():
              lambda x, r=repeats: [opset1.tile(x, opset1.constant(np.array(r, np.int64)))])
     # repeats computed at run time (ShapeOf), shorter and longer than the rank, i64 and i32
     for x_shape, y_shape, index_type in (((2, 3, 2), (2, 1), "i64"), ((3,), (2, 2), "i32"), ((2, 2), (3, 1), "i32")):
-        case(f"tile_computed_{len(x_shape)}d_by_{len(y_shape)}_{index_type}", {"x": _f32(*x_shape), "y": _f32(*y_shape)},
+        case(f"tile_computed_{len(x_shape)}d_by_{len(y_shape)}_{index_type}",
+             {"x": _f32(*x_shape), "y": _f32(*y_shape)},
              lambda x, y, t=index_type: [opset1.tile(x, opset3.shape_of(y, t))])
     a = _f32(2, 3, 4)
     a[0, 0, :2] = 0.0
