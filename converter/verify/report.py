@@ -101,7 +101,8 @@ def _model_dict(model: ModelReport) -> dict[str, Any]:
     return {
         "source": model.source, "kind": model.kind, "example": model.example, "reference": model.reference,
         "expected_source": model.expected_source, "inputs": model.inputs, "passed": model.passed,
-        "source_model": model.source_model, "warnings": list(model.warnings), "rows": [_row_dict(r) for r in model.rows],
+        "source_model": model.source_model, "warnings": list(model.warnings),
+        "rows": [_row_dict(r) for r in model.rows],
         "divergences": [_location_dict(location) for location in model.locations], "error": model.error,
     }
 
