@@ -154,13 +154,16 @@ def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], out
     if "openvino" in peers:
         def poolir_ir_read_by_openvino():
             xml_path = workdir / "onnx_to_ir.xml"
-            ir.write_model(to_ir(), xml_path)
+            if not xml_path.exists():
+                ir.write_model(to_ir(), xml_path)
             return engines.openvino_read(xml_path)
 
-        outcomes.append(_openvino_path("openvino(onnx)", _lazy_peer(lambda: engines.openvino_convert(model)),
-                                       feeds, output_names, step))
-        outcomes.append(_openvino_path("openvino(onnx->ir)", _lazy_peer(poolir_ir_read_by_openvino), feeds,
+        # OpenVINO's models are made again for each use (the run, and the search when the path diverges), not
+        # kept: a verify holds no engine's copy of the weights beyond the run that needs it.
+        outcomes.append(_openvino_path("openvino(onnx)", lambda: engines.openvino_convert(model), feeds,
                                        output_names, step))
+        outcomes.append(_openvino_path("openvino(onnx->ir)", poolir_ir_read_by_openvino, feeds, output_names,
+                                       step))
     return outcomes
 
 
@@ -183,24 +186,7 @@ def ir_paths(model, xml_path: Path, feeds: Mapping[str, np.ndarray], peers: Sequ
             outcomes.append(_onnxruntime_path("onnxruntime(onnx)", lambda: source, feeds, step))
         outcomes.append(_onnxruntime_path("onnxruntime(ir->onnx)", back, feeds, step))
     if "openvino" in peers:
-        outcomes.append(_openvino_path("openvino(ir)", _lazy_peer(lambda: engines.openvino_read(xml_path)), feeds,
+        outcomes.append(_openvino_path("openvino(ir)", lambda: engines.openvino_read(xml_path), feeds,
                                        output_names, step))
     return outcomes
 
-
-def _lazy_peer(compute: Callable[[], Any]) -> Callable[[], Any]:
-    """Compute once on first use (a peer's model: its conversion or reading), remembering a failure too."""
-    cache: dict[str, Any] = {}
-
-    def get():
-        if "value" not in cache:
-            try:
-                cache["value"] = compute()
-            except Exception as error:  # noqa: BLE001 - reported by _run_path as the path's outcome
-                cache["error"] = error
-                cache["value"] = None
-        if "error" in cache:
-            raise cache["error"]
-        return cache["value"]
-
-    return get
