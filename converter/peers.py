@@ -109,13 +109,64 @@ def openvino_v10_output_names(model) -> list[tuple[str, str]]:
 
 def openvino_run_onnx(model, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """OpenVINO's own ONNX frontend + CPU plugin (to compare poolir's conversion with OpenVINO's)."""
+    return _openvino_infer(openvino_convert(model), feeds)
+
+
+def openvino_convert(model):
+    """OpenVINO's own ONNX -> ov.Model conversion (openvino.convert_model, what ovc does) of an onnx.ModelProto."""
     ov = openvino_module()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp, "model.onnx")
         onnx.save(model, path)
         with openvino_telemetry_off():
-            converted = ov.convert_model(str(path))
-        return _openvino_infer(converted, feeds)
+            return ov.convert_model(str(path))
+
+
+def openvino_read(xml_path: str | os.PathLike):
+    """An IR file read by OpenVINO (an ov.Model)."""
+    return openvino_core().read_model(os.fspath(xml_path))
+
+
+def openvino_run_model(model, feeds: Mapping[str, np.ndarray], output_names: Iterable[str] = ()):
+    """Run an ov.Model (openvino_convert, openvino_read) on the CPU; outputs keyed by tensor name."""
+    return _openvino_infer(model, feeds, output_names)
+
+
+def openvino_tensor_names(model) -> set[str]:
+    """Every tensor name of an ov.Model's ports (OpenVINO keeps an ONNX model's tensor names on them)."""
+    return {name for op in model.get_ops() if op.get_type_name() not in ("Parameter", "Constant", "Result")
+            for output in op.outputs() for name in output.get_names()}
+
+
+def openvino_tensors(model, feeds: Mapping[str, np.ndarray], names: Iterable[str]) -> dict[str, np.ndarray]:
+    """The tensors `names` of an ov.Model, computed on the CPU by marking them as extra outputs (on a copy)."""
+    model = model.clone()
+    names = list(names)
+    model.add_outputs(names)
+    return {name: value for name, value in _openvino_infer(model, feeds, names).items() if name in set(names)}
+
+
+def onnxruntime_tensors(model, feeds: Mapping[str, np.ndarray], names: Iterable[str]) -> dict[str, np.ndarray]:
+    """The tensors `names` of an onnx.ModelProto as onnxruntime computes them, marked as extra graph outputs (of a
+    copy: onnxruntime accepts an output without a declared type)."""
+    copy = onnx.ModelProto.FromString(model.SerializeToString())
+    declared = {output.name for output in copy.graph.output}
+    names = list(names)
+    copy.graph.output.extend(onnx.ValueInfoProto(name=name) for name in names if name not in declared)
+    return {name: value for name, value in onnxruntime_run(copy, feeds).items() if name in set(names)}
+
+
+def unsupported_by_peer(peer: str, error: BaseException) -> bool:
+    """Whether a peer's failure means it has no kernel (no conversion) for an operator of the model: onnxruntime's
+    NOT_IMPLEMENTED ("Could not find an implementation for AveragePool(1) node"), OpenVINO's frontend listing
+    operations it has no conversion rule for. Such a path says nothing about the model."""
+    text = f"{type(error).__name__}: {error}"
+    if peer == "onnxruntime":
+        return "NOT_IMPLEMENTED" in text or type(error).__name__ == "NotImplemented"
+    if peer == "openvino":
+        return "No conversion rule found" in text or "unconverted_ops_report" in text or (
+            "OpConversionFailure" in text and "is not supported" in text)
+    return False
 
 
 def openvino_convert_to_xml(model, xml_path: str | os.PathLike) -> Path:

@@ -64,6 +64,7 @@ class GraphBuilder:
         self._edges: list[Edge] = []
         self._infos: dict[OutputRef, TensorInfo] = {}
         self._names: set[str] = set()
+        self._tensor_names: set[str] = set()  # names given by name_tensor
 
     # -- layers ---------------------------------------------------------------------------------
 
@@ -102,6 +103,19 @@ class GraphBuilder:
         refs = self._append("Result", "opset1", [ref], {}, name)
         del refs
         return self._layers[-1].id
+
+    def name_tensor(self, ref: OutputRef, name: str) -> None:
+        """Give an unnamed output port the tensor name of the source value it computes (an ONNX tensor), so that
+        a run, a peer or `poolir verify` can observe it by that name. A named port keeps its name (one port, one
+        tensor: a pass-through such as Identity adds none); Parameters and Consts are never named this way, and
+        a name the IR's `names` attribute would not read back (surrounding spaces) is skipped."""
+        port = self._port(ref)
+        if port.names or not name or name != name.strip() or name in self._tensor_names:
+            return
+        if self._layer(ref.layer_id).type in ("Parameter", "Const"):
+            return
+        port.names = (name,)
+        self._tensor_names.add(name)
 
     def constant_value(self, ref: OutputRef) -> np.ndarray | None:
         """The data of a Const layer's output (any size, unlike `info(ref).value`), or None for another layer."""

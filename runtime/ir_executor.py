@@ -168,7 +168,7 @@ class IRProgram:
     # ----------------------------------------------------------------------------------------------
     # Running
 
-    def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def execute(self, feeds: Mapping[str, np.ndarray], observe=None) -> dict[str, np.ndarray]:
         dynamic = {s.name: tuple(np.shape(feeds[s.name])) for s in self.inputs if None in (s.shape or (None,))
                    and s.name in feeds}
         if dynamic and dynamic != getattr(self, "_checked_shapes", None):  # sizes against the budget, first
@@ -198,6 +198,10 @@ class IRProgram:
                 raise InvalidModelError(f"cannot execute with these input shapes: {error}", file=self.file,
                                         where=layer_label(step.layer.name, step.layer.id,
                                                           step.layer.type)) from None
+            if observe is not None:  # each output by its tensor names (IR v11; v10 ports have none)
+                for port, value in zip(step.layer.outputs, results):
+                    for name in port.names:
+                        observe(name, value)
             for slot in step.releases:
                 live.remove(values[slot])
                 values[slot] = None

@@ -235,7 +235,7 @@ class OnnxProgram:
 
     # -- execution ----------------------------------------------------------------------------------
 
-    def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def execute(self, feeds: Mapping[str, np.ndarray], observe=None) -> dict[str, np.ndarray]:
         if self._dynamic:  # the sizes of this run's tensors, known from the feeds: checked before any node runs
             shapes = {name: tuple(feeds[name].shape) for name in self._dynamic}
             if shapes != self._checked_shapes:
@@ -268,6 +268,8 @@ class OnnxProgram:
                 if name:
                     values[name] = result
                     live.add(result)
+                    if observe is not None:
+                        observe(name, result)
             live.check(self.source, label)
             for name in releases:
                 live.remove(values.pop(name))

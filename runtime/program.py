@@ -30,12 +30,13 @@ class TensorSpec:
 
 @runtime_checkable
 class Program(Protocol):
-    """What every executor provides. `execute` receives feeds already checked by the Session."""
+    """What every executor provides. `execute` receives feeds already checked by the Session;
+    `observe(name, value)`, when given, is told every tensor a node computes (Session.run)."""
 
     inputs: list[TensorSpec]
     outputs: list[str]
 
-    def execute(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+    def execute(self, feeds: Mapping[str, np.ndarray], observe=None) -> dict[str, np.ndarray]: ...
 
 
 __all__ = ["Program", "TensorSpec"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import onnx
@@ -67,13 +67,17 @@ class Session:
         self._expected = {spec.name: spec for spec in self.inputs}
         self._expected_names = ", ".join(repr(spec.name) for spec in self.inputs) or "none"
 
-    def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def run(self, feeds: Mapping[str, np.ndarray],
+            observe: Callable[[str, np.ndarray], None] | None = None) -> dict[str, np.ndarray]:
+        """Run the model. `observe(name, value)`, when given, is called with every tensor a node (layer) computes,
+        by tensor name, in execution order and before the tensor is freed: `poolir verify` streams a network's
+        intermediates through it without holding them all. An exception it raises ends the run."""
         self.check_feeds(feeds)
         try:
             # NaN and inf are results, not errors: inf - inf is NaN by IEEE 754 in both worlds, and numpy's
             # warnings about them would only be noise on stderr (the README states the NaN/inf rules).
             with np.errstate(all="ignore"):
-                return self._program.execute(feeds)
+                return self._program.execute(feeds, observe)
         except MemoryError as error:  # a legal model (below ir.MAX_ELEMENTS) can still exceed this machine
             raise UnsupportedError(f"not enough memory to run the model ({error})", file=self.source) from None
 

@@ -94,6 +94,8 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
         for name, value in zip(node.output, outputs):
             if name:
                 values[name] = value
+                if not isinstance(value, np.ndarray):  # the IR port keeps the ONNX tensor name (verify matches by it)
+                    builder.name_tensor(value.ref, name)
         if progress is not None:
             progress(done, len(graph.node))
     parameter_refs = {values[i.name].ref for i in graph.input if i.name not in initializers}

@@ -34,12 +34,15 @@ class Manifest:
     expected_source: dict[str, Any] | None = None
     tolerance: Tolerance | None = None
     expected_refused: dict[str, str] = field(default_factory=dict)
+    # path -> reason: a peer known to compute something else for this example (OpenVINO's converter, pinned).
+    known_deviations: dict[str, str] = field(default_factory=dict)
 
 
 # The keys a manifest may hold (the documentation keys the bundled examples write, and the three verify reads),
 # checked like command-line options: a misspelt "tolerence" must not silently fall back to the defaults.
 MANIFEST_KEYS = frozenset({"cross_checks", "expected", "expected_refused", "expected_source", "generated_by",
-                           "generated_with", "inputs", "models", "name", "notes", "title", "tolerance"})
+                           "generated_with", "inputs", "known_deviations", "models", "name", "notes", "title",
+                           "tolerance"})
 TOLERANCE_KEYS = frozenset({"rtol", "atol", "reason"})
 
 
@@ -65,6 +68,9 @@ def read_manifest(folder: Path) -> Manifest:
     tolerance = data.get("tolerance")
     if not isinstance(refused, dict) or not all(isinstance(k, str) for k in refused):
         raise InvalidModelError("'expected_refused' must map path names to reasons", file=path)
+    deviations = data.get("known_deviations") or {}
+    if not isinstance(deviations, dict) or not all(isinstance(k, str) for k in deviations):
+        raise InvalidModelError("'known_deviations' must map path names to reasons", file=path)
     parsed_tolerance = None
     if tolerance is not None:
         if not isinstance(tolerance, dict) or not {"rtol", "atol"} <= set(tolerance) <= TOLERANCE_KEYS:
@@ -76,7 +82,7 @@ def read_manifest(folder: Path) -> Manifest:
         except UsageError as error:
             raise InvalidModelError(error.problem, file=path) from None
     return Manifest(source if isinstance(source, dict) else None, parsed_tolerance,
-                    {k: str(v) for k, v in refused.items()})
+                    {k: str(v) for k, v in refused.items()}, {k: str(v) for k, v in deviations.items()})
 
 
 def load_arrays(path: Path) -> dict[str, np.ndarray]:

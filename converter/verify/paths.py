@@ -4,15 +4,23 @@
             runtime(onnx->ir)        converter.onnx_to_ir, OpenVINO semantics
             runtime(onnx->ir->onnx)  and back with converter.ir_to_onnx
             onnxruntime(onnx), onnxruntime(onnx->ir->onnx)        with --peer onnxruntime
-            openvino(onnx->ir)       poolir's IR run by OpenVINO   with --peer openvino
+            openvino(onnx)           OpenVINO's own converter (convert_model) on the ONNX   with --peer openvino
+            openvino(onnx->ir)       poolir's IR run by OpenVINO                            with --peer openvino
     .xml    runtime(ir)              the IR, OpenVINO semantics                (the reference)
             runtime(ir->onnx)        converter.ir_to_onnx, ONNX semantics
             onnxruntime(ir->onnx)    with --peer onnxruntime
             openvino(ir)             the IR file itself run by OpenVINO       with --peer openvino
+    .xml --source MODEL.onnx         an IR made by anyone, checked against the ONNX it came from:
+            runtime(onnx)            the source ONNX, ONNX semantics          (the reference)
+            runtime(ir), runtime(ir->onnx), onnxruntime(onnx), onnxruntime(ir->onnx), openvino(ir)
 
 A conversion is computed once and shared by every path that needs it; a refusal (ConversionError,
-UnsupportedError) or another PoolirError on the way is that path's outcome, not an exception. The
+UnsupportedError) or another PoolirError on the way is that path's outcome, not an exception. A peer without a
+kernel for an operator of the model is "unsupported" (peers.unsupported_by_peer), for any model alike. The
 conversions are the public `converter.onnx_to_ir` / `converter.ir_to_onnx`, looked up when called.
+
+Each path that ran carries a Probe: the tensor names it exposes and their values for given feeds, which
+locate.py uses to find the first node where the path diverges.
 """
 
 from __future__ import annotations
@@ -24,9 +32,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from poolir import converter, ir, runtime
+from poolir import converter, ir
 from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET
-from poolir.converter.peers import onnxruntime_run, openvino_run_xml, openvino_v10_output_names
+from poolir.converter import peers as engines
+from poolir.converter.verify.locate import Probe, graph_nodes, runtime_probe
 from poolir.ir.errors import ConversionError, PoolirError, UnsupportedError, UsageError
 
 PEERS = ("onnxruntime", "openvino")
@@ -38,9 +47,10 @@ class PathOutcome:
 
     name: str
     outputs: dict[str, np.ndarray] | None = None
-    status: str = "ran"  # ran | refused | error
+    status: str = "ran"  # ran | refused | error | unsupported
     detail: str | None = None
     note: str | None = None  # how the path's outputs were read, when that is not the obvious way
+    probe: Probe | None = None  # how to look inside the path (locate.py); None: it did not run
 
 
 class _Refused(Exception):
@@ -79,17 +89,42 @@ def _arrays(outputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return {name: np.asarray(value) for name, value in outputs.items()}
 
 
-def _run_path(name: str, run: Callable[[], dict[str, np.ndarray]], *, peer: bool) -> PathOutcome:
+def _run_path(name: str, run: Callable[[], dict[str, np.ndarray]], *, peer: bool,
+              probe: Probe | None = None, step: Callable[[str], None] | None = None) -> PathOutcome:
+    if step is not None:
+        step(name)
     try:
-        return PathOutcome(name, _arrays(run()))
+        return PathOutcome(name, _arrays(run()), probe=probe)
     except (_Refused, PoolirError) as error:
         refusal = error if isinstance(error, _Refused) else _refusal(error)
         return PathOutcome(name, status=refusal.status, detail=refusal.detail)
     except Exception as error:  # noqa: BLE001 - a peer engine failing is a finding to report, not a crash
         if not peer:
             raise
+        engine = name.split("(")[0]
         text = str(error).strip().splitlines()
-        return PathOutcome(name, status="error", detail=f"{type(error).__name__}: {text[0] if text else ''}")
+        detail = f"{type(error).__name__}: {text[0] if text else ''}"
+        if engines.unsupported_by_peer(engine, error):
+            return PathOutcome(name, status="unsupported", detail=f"not supported by {engine}: {detail}")
+        return PathOutcome(name, status="error", detail=detail)
+
+
+def _onnxruntime_path(name: str, get_model: Callable[[], Any], feeds, step) -> PathOutcome:
+    return _run_path(name, lambda: engines.onnxruntime_run(get_model(), feeds), peer=True, step=step, probe=Probe(
+        lambda: set(graph_nodes(get_model())),
+        lambda wanted: engines.onnxruntime_tensors(get_model(), feeds, wanted)))
+
+
+def _openvino_path(name: str, get_model: Callable[[], Any], feeds, output_names, step) -> PathOutcome:
+    """`get_model` gives an ov.Model (OpenVINO's conversion of an ONNX, or an IR file read by OpenVINO)."""
+    return _run_path(name, lambda: engines.openvino_run_model(get_model(), feeds, output_names), peer=True, step=step,
+                     probe=Probe(lambda: engines.openvino_tensor_names(get_model()),
+                                 lambda wanted: engines.openvino_tensors(get_model(), feeds, wanted)))
+
+
+def _runtime_path(name: str, get_model: Callable[[], Any], feeds, step) -> PathOutcome:
+    probe = runtime_probe(get_model, feeds)
+    return _run_path(name, lambda: probe.session().run(feeds), peer=False, probe=probe, step=step)
 
 
 def check_peers(peers: Sequence[str]) -> tuple[str, ...]:
@@ -104,40 +139,57 @@ def check_peers(peers: Sequence[str]) -> tuple[str, ...]:
 
 
 def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], output_names: Sequence[str],
-               workdir: Path, input_shapes: Mapping[str, Sequence[int]] | None = None) -> list[PathOutcome]:
+               workdir: Path, input_shapes: Mapping[str, Sequence[int]] | None = None,
+               step: Callable[[str], None] | None = None) -> list[PathOutcome]:
     """The paths of an ONNX model (see the module docstring); the first is the reference. `input_shapes`
     (--input-shape) are fixed by the conversion too, so that every path runs the shape the feeds have."""
     to_ir = _lazy(lambda: converter.onnx_to_ir(model, input_shapes=dict(input_shapes or {})))
     back = _lazy(lambda: converter.ir_to_onnx(to_ir(), opset=NEWEST_WRITTEN_OPSET))
-    outcomes = [PathOutcome("runtime(onnx)", _arrays(runtime.run(model, feeds)))]
-    outcomes.append(_run_path("runtime(onnx->ir)", lambda: runtime.run(to_ir(), feeds), peer=False))
-    outcomes.append(_run_path("runtime(onnx->ir->onnx)", lambda: runtime.run(back(), feeds), peer=False))
+    reference = runtime_probe(lambda: model, feeds, keep=True)
+    outcomes = [PathOutcome("runtime(onnx)", _arrays(reference.session().run(feeds)), probe=reference)]
+    outcomes.append(_runtime_path("runtime(onnx->ir)", to_ir, feeds, step))
+    outcomes.append(_runtime_path("runtime(onnx->ir->onnx)", back, feeds, step))
     if "onnxruntime" in peers:
-        outcomes.append(_run_path("onnxruntime(onnx)", lambda: onnxruntime_run(model, feeds), peer=True))
-        outcomes.append(_run_path("onnxruntime(onnx->ir->onnx)", lambda: onnxruntime_run(back(), feeds),
-                                  peer=True))
+        outcomes.append(_onnxruntime_path("onnxruntime(onnx)", lambda: model, feeds, step))
+        outcomes.append(_onnxruntime_path("onnxruntime(onnx->ir->onnx)", back, feeds, step))
     if "openvino" in peers:
-        def openvino_on_poolir_ir():
+        def poolir_ir_read_by_openvino():
             xml_path = workdir / "onnx_to_ir.xml"
-            ir.write_model(to_ir(), xml_path)
-            return openvino_run_xml(xml_path, feeds, output_names)
+            if not xml_path.exists():
+                ir.write_model(to_ir(), xml_path)
+            return engines.openvino_read(xml_path)
 
-        outcomes.append(_run_path("openvino(onnx->ir)", openvino_on_poolir_ir, peer=True))
+        # OpenVINO's models are made again for each use (the run, and the search when the path diverges), not
+        # kept: a verify holds no engine's copy of the weights beyond the run that needs it.
+        outcomes.append(_openvino_path("openvino(onnx)", lambda: engines.openvino_convert(model), feeds,
+                                       output_names, step))
+        outcomes.append(_openvino_path("openvino(onnx->ir)", poolir_ir_read_by_openvino, feeds, output_names,
+                                       step))
     return outcomes
 
 
 def ir_paths(model, xml_path: Path, feeds: Mapping[str, np.ndarray], peers: Sequence[str],
-             output_names: Sequence[str]) -> list[PathOutcome]:
-    """The paths of an IR model (see the module docstring); the first is the reference."""
+             output_names: Sequence[str], source=None, step: Callable[[str], None] | None = None) -> list[PathOutcome]:
+    """The paths of an IR model (see the module docstring); the first is the reference: the IR itself, or the
+    ONNX model it came from when `source` (an onnx.ModelProto) is given."""
     back = _lazy(lambda: converter.ir_to_onnx(model, opset=NEWEST_WRITTEN_OPSET))
-    outcomes = [PathOutcome("runtime(ir)", _arrays(runtime.run(model, feeds)))]
-    outcomes.append(_run_path("runtime(ir->onnx)", lambda: runtime.run(back(), feeds), peer=False))
+    outcomes = []
+    if source is not None:
+        reference = runtime_probe(lambda: source, feeds, keep=True)
+        outcomes.append(PathOutcome("runtime(onnx)", _arrays(reference.session().run(feeds)), probe=reference))
+        outcomes.append(_runtime_path("runtime(ir)", lambda: model, feeds, step))
+    else:
+        reference = runtime_probe(lambda: model, feeds, keep=True)
+        outcomes.append(PathOutcome("runtime(ir)", _arrays(reference.session().run(feeds)), probe=reference))
+    outcomes.append(_runtime_path("runtime(ir->onnx)", back, feeds, step))
     if "onnxruntime" in peers:
-        outcomes.append(_run_path("onnxruntime(ir->onnx)", lambda: onnxruntime_run(back(), feeds), peer=True))
+        if source is not None:
+            outcomes.append(_onnxruntime_path("onnxruntime(onnx)", lambda: source, feeds, step))
+        outcomes.append(_onnxruntime_path("onnxruntime(ir->onnx)", back, feeds, step))
     if "openvino" in peers:
-        outcome = _run_path("openvino(ir)", lambda: openvino_run_xml(xml_path, feeds, output_names), peer=True)
+        outcome = _openvino_path("openvino(ir)", lambda: engines.openvino_read(xml_path), feeds, output_names, step)
         if model.version == 10 and outcome.outputs is not None:
-            _by_position(outcome, openvino_v10_output_names(model))
+            _by_position(outcome, engines.openvino_v10_output_names(model))
         outcomes.append(outcome)
     return outcomes
 
@@ -152,3 +204,4 @@ def _by_position(outcome: PathOutcome, names: list[tuple[str, str]]) -> None:
     outcome.outputs = {theirs_to_ours.get(name, name): array for name, array in outcome.outputs.items()}
     outcome.note = ("IR v10 has no tensor names and OpenVINO names its outputs after their layers; compared "
                     "by position: " + ", ".join(f"{ours} = {theirs}" for ours, theirs in pairs))
+

@@ -1,4 +1,7 @@
-"""The verification report: every path of every model, and its JSON form (`poolir verify --json`)."""
+"""The verification report: every path of every model, and its JSON form (`poolir verify --json`).
+
+The JSON schema ("poolir-verify/2") is documented field by field in examples/README.md ("verify --json").
+"""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from poolir.converter.verify.compare import DEFAULT_TOLERANCES, Row
+from poolir.converter.verify.locate import Location
 from poolir.ir.errors import PoolirError
 
 
@@ -26,6 +30,8 @@ class ModelReport:
     # Why the model could not be verified at all (an unreadable file, inputs that do not fit): the same
     # fields as the command line's --json error document.
     error: dict[str, Any] | None = None
+    source_model: str | None = None  # the ONNX an IR was checked against (--source), the reference graph's file
+    locations: list[Location] = field(default_factory=list)  # one per path with a mismatch (locate.py)
 
     @classmethod
     def failed(cls, source: str, error: PoolirError, example: str | None = None) -> "ModelReport":
@@ -46,6 +52,8 @@ class Report:
     rtol: float | None = None
     atol: float | None = None
     seed: int = 0
+    output_rtol: dict[str, float] = field(default_factory=dict)  # --rtol NAME=V
+    output_atol: dict[str, float] = field(default_factory=dict)  # --atol NAME=V
 
     @property
     def passed(self) -> bool:
@@ -66,12 +74,15 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """The machine-readable report (`poolir verify --json`); every number is JSON-safe."""
         return {
-            "schema": "poolir-verify/1",
+            "schema": "poolir-verify/2",
             "passed": self.passed,
             "peers": list(self.peers),
             "rtol": self.rtol,
             "atol": self.atol,
+            "output_rtol": dict(self.output_rtol),
+            "output_atol": dict(self.output_atol),
             "seed": self.seed,
+            # atol null: scaled to each output, rtol * max|expected| (compare.py)
             "default_tolerances": {k: {"rtol": v.rtol, "atol": v.atol} for k, v in DEFAULT_TOLERANCES.items()},
             "summary": {"models": len(self.models), "models_failed": sum(not m.passed for m in self.models),
                         "models_invalid": len(self.invalid), "rows": self.counts()},
@@ -90,7 +101,30 @@ def _model_dict(model: ModelReport) -> dict[str, Any]:
     return {
         "source": model.source, "kind": model.kind, "example": model.example, "reference": model.reference,
         "expected_source": model.expected_source, "inputs": model.inputs, "passed": model.passed,
-        "warnings": list(model.warnings), "rows": [_row_dict(r) for r in model.rows], "error": model.error,
+        "source_model": model.source_model, "warnings": list(model.warnings),
+        "rows": [_row_dict(r) for r in model.rows],
+        "divergences": [_location_dict(location) for location in model.locations], "error": model.error,
+    }
+
+
+def _mismatch_dict(mismatch) -> dict[str, Any] | None:
+    return None if mismatch is None else {"index": list(mismatch.index), "actual": _json_number(mismatch.actual),
+                                          "expected": _json_number(mismatch.expected)}
+
+
+def _location_dict(location: Location) -> dict[str, Any]:
+    d = location.divergence
+    return {
+        "path": location.path, "first_output": location.first_output, "compared": location.compared,
+        "exposed": location.exposed, "tensors": location.tensors, "runs": location.runs, "note": location.note,
+        "node": None if d is None else {
+            "name": d.node, "op": d.op, "attributes": d.attributes, "tensor": d.tensor, "inputs": d.inputs,
+            "unobserved_inputs": d.unobserved_inputs,
+            "shape": list(d.shape) if d.shape is not None else None,
+            "expected_shape": list(d.expected_shape) if d.expected_shape is not None else None,
+            "max_abs_error": _json_number(d.max_abs_error), "max_rel_error": _json_number(d.max_rel_error),
+            "mismatched": d.mismatched, "size": d.size, "first_mismatch": _mismatch_dict(d.first_mismatch),
+            "tolerance": d.tolerance, "detail": d.detail},
     }
 
 
@@ -103,10 +137,10 @@ def _row_dict(row: Row) -> dict[str, Any]:
         "expected_dtype": row.expected_dtype,
         "max_abs_error": _json_number(row.max_abs_error), "max_rel_error": _json_number(row.max_rel_error),
         "mismatched": row.mismatched,
-        "first_mismatch": None if mismatch is None else {
-            "index": list(mismatch.index), "actual": _json_number(mismatch.actual),
-            "expected": _json_number(mismatch.expected)},
+        "first_mismatch": _mismatch_dict(mismatch),
         "rtol": row.tolerance.rtol if row.tolerance else None,
-        "atol": row.tolerance.atol if row.tolerance else None,
+        "atol": row.atol_used,
+        "atol_scaled": row.tolerance is not None and row.tolerance.atol is None,
+        "passed_by": row.passed_by,
         "detail": row.detail,
     }

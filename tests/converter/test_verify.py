@@ -208,7 +208,7 @@ def test_json_report_schema(tmp_path, monkeypatch):
     result = invoke("--json", str(EXAMPLES / "maxpool_with_argmax_2d_precomputed_strides"))
     assert result.exit_code == 1
     report = json.loads(result.output)
-    assert report["schema"] == "poolir-verify/1"
+    assert report["schema"] == "poolir-verify/2"
     assert set(report) >= {"passed", "peers", "rtol", "atol", "seed", "default_tolerances", "summary", "models"}
     assert report["passed"] is False
     assert report["summary"]["models"] == 1 and report["summary"]["rows"] == {"ok": 2, "refused": 4}
@@ -219,7 +219,7 @@ def test_json_report_schema(tmp_path, monkeypatch):
     indices = rows[("z", "runtime(onnx)")]
     assert set(indices) == {"output", "path", "status", "passed", "shape", "dtype", "expected_shape",
                             "expected_dtype", "max_abs_error", "max_rel_error", "mismatched", "first_mismatch",
-                            "rtol", "atol", "detail"}
+                            "rtol", "atol", "atol_scaled", "passed_by", "detail"}
     assert (indices["status"], indices["shape"], indices["dtype"]) == ("ok", [1, 1, 2, 2], "int64")
     assert (indices["rtol"], indices["atol"]) == (0.0, 0.0)  # indices are exact
     assert rows[("y", "runtime(onnx->ir)")]["status"] == "refused"
