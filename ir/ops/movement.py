@@ -181,7 +181,9 @@ def _split_lengths(layer: Layer, inputs: list[TensorInfo]) -> tuple[int, list[in
             raise InvalidModelError(f"axis {axis} of size {dim.min} does not split into {parts} equal parts")
         return axis, [dim.min // parts if dim.is_static else None] * parts
     if inputs[2].value is None:
-        raise UnsupportedError("VariadicSplit split_lengths must be constant")
+        # Lengths computed at run time (PyTorch's frontend derives them from ShapeOf arithmetic, OpenVINO
+        # accepts that): one output per output port, its extent along the axis unknown until run time.
+        return axis, [None] * len(layer.outputs)
     lengths = [int(v) for v in np.ravel(inputs[2].value)]
     if lengths.count(-1) > 1 or any(v < -1 for v in lengths):
         raise InvalidModelError(f"split_lengths {lengths} may hold one -1 and no other negative value")
