@@ -183,7 +183,8 @@ def _split_lengths(layer: Layer, inputs: list[TensorInfo]) -> tuple[int, list[in
     if inputs[2].value is None:
         # Lengths computed at run time (PyTorch's frontend derives them from ShapeOf arithmetic, OpenVINO
         # accepts that): one output per output port, its extent along the axis unknown until run time.
-        return axis, [None] * len(layer.outputs)
+        count = inputs[2].shape[0].value if len(inputs[2].shape) == 1 else None
+        return axis, [None] * (count if count is not None else len(layer.outputs))
     lengths = [int(v) for v in np.ravel(inputs[2].value)]
     if lengths.count(-1) > 1 or any(v < -1 for v in lengths):
         raise InvalidModelError(f"split_lengths {lengths} may hold one -1 and no other negative value")

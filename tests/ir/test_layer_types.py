@@ -62,6 +62,7 @@ CASES: dict[str, Build] = {
     "Multiply": _binary("Multiply"),
     "Divide": _binary("Divide", m_pythondiv=False),
     "FloorMod": _binary("FloorMod"),
+    "Mod": _binary("Mod"),
     "Maximum": _binary("Maximum"),
     "Minimum": _binary("Minimum"),
     "Power": _binary("Power"),
@@ -85,6 +86,8 @@ CASES: dict[str, Build] = {
     "Concat": lambda b: b.add("Concat", "opset1", [_x(b), b.parameter("y", "f32", (2, 3, 4, 2))], {"axis": -1}),
     "Split": lambda b: b.add("Split", "opset1", [_x(b, (-1, 6, 4)), b.const(i64(1)[0])], {"num_splits": 3}),
     "VariadicSplit": lambda b: b.add("VariadicSplit", "opset1", [_x(b), b.const(np.int64(2)), b.const(i64(1, -1))]),
+    "VariadicSplit computed lengths": lambda b: b.add("VariadicSplit", "opset1", [
+        _x(b), b.const(np.int64(2)), b.parameter("lengths", "i64", (2,))]),
     "Transpose": lambda b: b.add("Transpose", "opset1", [_x(b), b.const(i64(0, 2, 3, 1))]),
     "Transpose reverse (empty Const)": lambda b: b.add("Transpose", "opset1", [_x(b), b.const(np.zeros(0, np.int64))]),
     "ReduceSum empty axes": lambda b: b.add("ReduceSum", "opset1", [_x(b), b.const(np.zeros(0, np.int64))],
