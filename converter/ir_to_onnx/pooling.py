@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from poolir.converter.element_types import onnx_element_type
+from poolir.converter.ir_to_onnx.adaptive_pool import CONVERTERS as ADAPTIVE_CONVERTERS
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.movement import pad_node
 from poolir.converter.ir_to_onnx.opsets import first_opset_where
@@ -94,7 +95,7 @@ def avg_pool(context: Context, layer: Layer) -> None:
     context.node_into("AveragePool", [source], [context.name_output(layer, 0)], layer.name, **attrs)
 
 
-CONVERTERS = {"MaxPool": max_pool, "AvgPool": avg_pool}
+CONVERTERS = {"MaxPool": max_pool, "AvgPool": avg_pool, **ADAPTIVE_CONVERTERS}
 
 
 # ---------------------------------------------------------------------------------------------------
