@@ -13,6 +13,7 @@ import pytest
 
 from poolir import ir
 from poolir.converter import ir_to_onnx
+from poolir.ir.errors import PoolirError
 from tests.peers import onnxruntime_run, openvino_run_xml
 from tests.runtime.ir_cases import run_poolir, save_ir
 
@@ -63,3 +64,49 @@ def test_mod_takes_the_dividends_sign(tmp_path):
     # The CPU plugin computes it in float32 (exact -18433 becomes -18432); ONNX Mod is exact, equal below 2**24.
     converted = onnxruntime_run(ir_to_onnx(ir.read_model(path)), feeds)
     np.testing.assert_array_equal(list(converted.values())[0][:5], want[:5])
+
+
+def _computed(x_shape, build):
+    """x and a scalar i32 parameter n (fed 1) -> build(x, n): an axis or bound OpenVINO cannot fold."""
+    x = ov1.parameter(x_shape, ov.Type.f32, name="x")
+    n = ov1.parameter([], ov.Type.i32, name="n")
+    node = build(x, n)
+    return [node.output(i) for i in range(len(node.outputs()))], [x, n]
+
+
+@pytest.mark.parametrize("case,build", [
+    ("Split axis", lambda x, n: ov1.split(x, n, 2)),
+    ("VariadicSplit axis", lambda x, n: ov1.variadic_split(x, n, c([1, -1]))),
+    ("StridedSlice bounds", lambda x, n: ov1.strided_slice(x, ov1.unsqueeze(n, c(0)), c([3]), c([1]), [0], [0])),
+    ("StridedSlice shrink", lambda x, n: ov1.strided_slice(x, ov1.concat([c([0]), ov1.unsqueeze(n, c(0))], 0),
+                                                           c([1, 3]), c([1, 1]), [0, 0], [0, 0],
+                                                           shrink_axis_mask=[1, 0])),
+])
+def test_computed_axes_and_bounds_are_read_and_run(case, build, tmp_path):
+    """OpenVINO accepts these inputs computed; reading infers the rank and leaves the dims to run time, the
+    runtime uses the run-time values, and ONNX conversion refuses naming the input (an ONNX attribute)."""
+    path = save_ir(*_computed([2, 4, 3], build), tmp_path / "case.xml")
+    model = ir.read_model(path)
+    feeds = {"x": np.random.default_rng(2).standard_normal((2, 4, 3)).astype(np.float32), "n": np.array(1, np.int32)}
+    expected = openvino_run_xml(path, feeds)
+    ran = run_poolir(path, feeds)
+    assert len(ran) == len(expected)
+    for (name, want), got in zip(expected.items(), ran.values()):
+        np.testing.assert_array_equal(got, want, err_msg=f"{case} {name}")
+    if case.startswith(("Gather", "Split", "VariadicSplit")):
+        with pytest.raises(PoolirError, match="not constant"):
+            ir_to_onnx(model)
+
+
+def test_computed_gather_axis_is_read_but_not_run(tmp_path):
+    """OpenVINO reads a Gather whose axis is computed but refuses to compile it (EliminateGather's 'const_op'
+    check), so there are no OpenVINO numbers to match: poolir reads it (rank known) and refuses to run it."""
+    outputs, params = _computed([2, 4, 3], lambda x, n: ov8.gather(x, c([2, 0]), n))
+    path = save_ir(outputs, params, tmp_path / "gather.xml")
+    model = ir.read_model(path)
+    with pytest.raises(RuntimeError, match="const_op"):
+        openvino_run_xml(path, {"x": np.zeros((2, 4, 3), np.float32), "n": np.array(1, np.int32)})
+    with pytest.raises(PoolirError, match="Gather axis computed at run time"):
+        run_poolir(path, {"x": np.zeros((2, 4, 3), np.float32), "n": np.array(1, np.int32)})
+    with pytest.raises(PoolirError, match="not constant"):
+        ir_to_onnx(model)
