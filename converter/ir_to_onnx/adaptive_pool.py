@@ -9,9 +9,11 @@ Along an axis of length L pooled into `out` bins, bin i is [floor(i*L/out), ceil
   mean (up to the rounding of the intermediate, computed in float32 for f16/bf16) and the max of maxima its max.
   With a dynamic L the bin bounds are computed from the run-time shape (Shape, Gather, Mul, Div: integer
   division of non-negative values floors, and ceil(a/b) = floor((a + b - 1)/b)), so dynamic dims convert too.
-AdaptiveMaxPool's indices (per (n, c) slab, flattened over the spatial axes) convert in the MaxPool form:
-ONNX MaxPool's indices count over the whole tensor, so their remainder modulo the slab size is OpenVINO's.
-Other forms refuse them (naming the layer). NaN: ONNX MaxPool/ReduceMax follow onnxruntime's NaN rule, not
+AdaptiveMaxPool's indices (per (n, c) slab, flattened over the spatial axes): in the MaxPool form, ONNX
+MaxPool's indices count over the whole tensor, so their remainder modulo the slab size is OpenVINO's; in the
+per-axis form (static dims), a tensor of slab positions is carried along: each bin's index is the smallest
+position where the bin equals its maximum (Equal, Where, ReduceMin), which is the first maximum in row-major
+order, OpenVINO's choice. Dynamic dims refuse them. NaN: ONNX MaxPool/ReduceMax follow onnxruntime's NaN rule, not
 OpenVINO's (a NaN first in its window wins, others are skipped): NaN inputs are outside what is carried exactly.
 """
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from onnx import TensorProto
 
 from poolir.converter.element_types import onnx_element_type
@@ -58,11 +61,10 @@ def adaptive_pool(context: Context, layer: Layer) -> None:
             return
         _max_pool_with_indices(context, layer, kernel, math.prod(lengths))
         return
-    if want_indices:
-        raise ConversionError("AdaptiveMaxPool indices with bins that overlap or vary in width (an axis whose "
-                              "length is not a multiple of its output size, or is dynamic) are not converted: "
-                              "ONNX MaxPool cannot express those bins, and a per-bin ArgMax rewrite is not built")
-    _per_axis(context, layer, source, values, lengths, out, reduce_op, info.element_type)
+    if want_indices and any(length is None for length in lengths):
+        raise ConversionError("AdaptiveMaxPool indices with dynamic spatial dims are not converted: the per-bin "
+                              "ArgMax rewrite needs the slab's positions as a constant")
+    _per_axis(context, layer, source, values, lengths, out, reduce_op, info.element_type, want_indices)
 
 
 def _max_pool_with_indices(context: Context, layer: Layer, kernel: list[int], slab: int) -> None:
@@ -82,26 +84,52 @@ def _max_pool_with_indices(context: Context, layer: Layer, kernel: list[int], sl
 
 
 def _per_axis(context: Context, layer: Layer, source: str, values: str, lengths: list[int | None], out: list[int],
-              reduce_op: str, element_type: str) -> None:
+              reduce_op: str, element_type: str, want_indices: bool) -> None:
     since = max(first_opset_where("Slice", lambda row: "starts" not in row.attributes) or 10, 10)
+    if want_indices:  # Where
+        since = max(since, first_opset("Where"))
     context.check_opset(since, f"{layer.type} with bins that are not a regular window needs Slice with inputs, "
                         f"from opset {since}")
     current = source
     if element_type in _LOW_PRECISION:
         current = context.node("Cast", [current], f"{layer.name}/f32", to=TensorProto.FLOAT)[0]
-    shape = None
-    for k, (length, size) in enumerate(zip(lengths, out)):
-        axis = 2 + k
+    shape = (context.node("Shape", [source], f"{layer.name}/shape")[0]
+             if want_indices or any(length is None for length in lengths) else None)
+    positions = None
+    if want_indices:  # each element's position in its (n, c) slab, carried along by the ArgMax picks
+        grid = np.arange(math.prod(lengths), dtype=np.int64).reshape((1, 1, *lengths))
+        positions = context.node("Expand", [context.initializer(grid, f"{layer.name}/positions"), shape],
+                                 f"{layer.name}/positions_full")[0]
+        last = context.int64s(np.iinfo(np.int64).max, f"{layer.name}/not_a_maximum")
+    for k in range(len(out)):
+        length, size, axis = lengths[k], out[k], 2 + k
         base = f"{layer.name}/axis{axis}"
-        if length is None and shape is None:
-            shape = context.node("Shape", [source], f"{layer.name}/shape")[0]
         axes = context.int64s([axis], f"{base}/axes")
-        parts = []
+        parts, index_parts = [], []
         for i in range(size):
             start, end = _bin_bounds(context, shape, axis, length, size, i, f"{base}/bin{i}")
             window = context.node("Slice", [current, start, end, axes], f"{base}/bin{i}/slice")[0]
-            parts.append(_reduce(context, reduce_op, window, axis, f"{base}/bin{i}/reduce"))
+            if positions is None:
+                parts.append(_reduce(context, reduce_op, window, axis, f"{base}/bin{i}/reduce"))
+                continue
+            # The first maximum in row-major order has the smallest slab position among the maxima.
+            top = _reduce(context, reduce_op, window, axis, f"{base}/bin{i}/reduce")
+            parts.append(top)
+            where = context.node("Slice", [positions, start, end, axes], f"{base}/bin{i}/positions")[0]
+            is_top = context.node("Equal", [window, top], f"{base}/bin{i}/is_max")[0]
+            candidates = context.node("Where", [is_top, where, last], f"{base}/bin{i}/candidates")[0]
+            index_parts.append(_reduce(context, "ReduceMin", candidates, axis, f"{base}/bin{i}/index"))
         current = context.node("Concat", parts, f"{base}/bins", axis=axis)[0] if len(parts) > 1 else parts[0]
+        if positions is not None:
+            positions = (context.node("Concat", index_parts, f"{base}/indices", axis=axis)[0]
+                         if len(index_parts) > 1 else index_parts[0])
+    if positions is not None:
+        index_type = layer.attrs["index_element_type"]
+        if index_type == "i64":
+            context.node_into("Identity", [positions], [context.name_output(layer, 1)], layer.name)
+        else:
+            context.node_into("Cast", [positions], [context.name_output(layer, 1)], layer.name,
+                              to=onnx_element_type(index_type))
     if element_type in _LOW_PRECISION:
         context.node_into("Cast", [current], [values], layer.name, to=onnx_element_type(element_type))
     else:

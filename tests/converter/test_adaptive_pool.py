@@ -10,7 +10,7 @@ import openvino.opset1 as ov1
 import openvino.opset8 as ov8
 import pytest
 
-from poolir import ir
+from poolir import ir, runtime
 from poolir.converter import ir_to_onnx
 from poolir.ir.errors import ConversionError
 from poolir.runtime.kernels.adaptive_pool import adaptive_bins
@@ -28,13 +28,15 @@ def _adaptive_ir(path, shape, out, dtype, *, indices=False, index_type="i32"):
 
 
 def _check(path, x, *, float_tol):
-    """poolir's run and onnxruntime on poolir's ONNX against OpenVINO: indices equal, values within `float_tol`
+    """poolir's run, and onnxruntime and poolir on poolir's ONNX, against OpenVINO: indices equal, values within `float_tol`
     of the output's magnitude (summation order)."""
     expected = openvino_run_xml(path, {"x": x})
     ran = run_poolir(path, {"x": x})
-    converted = onnxruntime_run(ir_to_onnx(ir.read_model(path)), {"x": x})
+    onnx_model = ir_to_onnx(ir.read_model(path))
+    converted = onnxruntime_run(onnx_model, {"x": x})
+    converted_by_poolir = runtime.run(onnx_model, {"x": x})
     # Outputs pair by position: these Results have no tensor names, and each tool names them its own way.
-    for got in (ran, converted):
+    for got in (ran, converted, converted_by_poolir):
         assert len(got) == len(expected)
         for (name, want), value in zip(expected.items(), got.values()):
             assert value.shape == want.shape and value.dtype == want.dtype, name
@@ -77,8 +79,10 @@ def test_dynamic_spatial_dims_run_and_convert(shape, feed, out, tmp_path):
     _check(path, np.random.default_rng(5).standard_normal(feed).astype(np.float32), float_tol=1e-6)
 
 
-@pytest.mark.parametrize("shape,out", [((2, 3, 8, 12), [4, 3]), ((1, 2, 12), [1]), ((1, 2, 4, 6, 8), [2, 3, 4])])
-def test_indices_per_slab_when_bins_are_a_window(shape, out, tmp_path):
+@pytest.mark.parametrize("shape,out", [((2, 3, 8, 12), [4, 3]), ((1, 2, 12), [1]), ((1, 2, 4, 6, 8), [2, 3, 4]),
+                                       ((2, 3, 7, 10), [3, 4]), ((1, 2, 5), [3]), ((1, 2, 3, 4), [5, 6]),
+                                       ((1, 2, 5, 6, 7), [2, 4, 3])])
+def test_indices_per_slab(shape, out, tmp_path):
     path = _adaptive_ir(tmp_path / "adaptive.xml", list(shape), out, np.float32, indices=True)
     x = np.random.default_rng(1).permutation(np.prod(shape)).astype(np.float32).reshape(shape)
     _check(path, x, float_tol=1e-6)
@@ -86,7 +90,7 @@ def test_indices_per_slab_when_bins_are_a_window(shape, out, tmp_path):
 
 def test_indices_first_maximum_and_nan_rule_in_the_runtime(tmp_path):
     """OpenVINO scans each window from its first element with `>`: ties go to the first, a NaN first element
-    wins, a NaN elsewhere is skipped. Checked on non-divisible bins, run only (the ONNX form refuses them)."""
+    wins, a NaN elsewhere is skipped. Checked on non-divisible bins; ties also through the ONNX form."""
     x = np.ones((1, 1, 5, 7), np.float32)
     x[0, 0, 0, 0] = np.nan
     x[0, 0, 3, 5] = np.nan
@@ -96,5 +100,12 @@ def test_indices_first_maximum_and_nan_rule_in_the_runtime(tmp_path):
     ran = run_poolir(path, {"x": x})
     for name, want in expected.items():
         np.testing.assert_array_equal(ran[name], want, err_msg=name)
-    with pytest.raises(ConversionError, match="AdaptiveMaxPool indices"):
+    x = np.ones((1, 1, 5, 7), np.float32)
+    x[0, 0, 4, 2] = 3.0
+    _check(path, x, float_tol=0)
+
+
+def test_indices_with_dynamic_dims_are_refused(tmp_path):
+    path = _adaptive_ir(tmp_path / "adaptive.xml", [1, 2, -1, -1], [2, 3], np.float32, indices=True)
+    with pytest.raises(ConversionError, match="AdaptiveMaxPool indices with dynamic spatial dims"):
         ir_to_onnx(ir.read_model(path))
