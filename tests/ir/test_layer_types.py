@@ -139,6 +139,12 @@ CASES: dict[str, Build] = {
     "MaxPool-8 i32 indices u8": lambda b: b.add("MaxPool", "opset8", [_x(b, (1, 2, 5, 5), "u8")], {
         "kernel": (2, 2), "strides": (1, 1), "pads_begin": (0, 0), "pads_end": (0, 0),
         "index_element_type": "i32", "axis": 2}),
+    "AdaptiveAvgPool-8 f16": lambda b: b.add("AdaptiveAvgPool", "opset8", [_x(b, (1, 2, 7, 9), "f16"),
+                                                                           b.const(np.array([3, 4], np.int32))]),
+    "AdaptiveMaxPool-8 i32 indices": lambda b: b.add("AdaptiveMaxPool", "opset8", [
+        _x(b, (1, 2, 5, 6, 7)), b.const(i64(2, 4, 3))], {"index_element_type": "i32"}),
+    "AdaptiveMaxPool-8 computed size": lambda b: b.add("AdaptiveMaxPool", "opset8", [
+        _x(b, (1, 2, 10)), b.parameter("size", "i64", (1,))]),
     "MaxPool-1 i8": lambda b: b.add("MaxPool", "opset1", [_x(b, (1, 2, 5), "i8")], {
         "kernel": (2,), "strides": (2,), "pads_begin": (0,), "pads_end": (1,), "rounding_type": "ceil"}),
     "AvgPool-14 bf16": lambda b: b.add("AvgPool", "opset14", [_x(b, (1, 2, 5, 5), "bf16")], {
