@@ -71,6 +71,7 @@ class IRProgram:
         self._results: list[tuple[str, int]] = []
         self._steps: list[_Step] = []
         folded: set[int] = set()  # ids of layers OpenVINO computes at compile time (LayerInfo.folded)
+        result_ids: list[int] = []
         for layer in order:
             where = layer_label(layer.name, layer.id, layer.type)
             try:
@@ -82,6 +83,7 @@ class IRProgram:
                     self._plan_const(layer, outputs)
                 elif layer.type == "Result":
                     self._plan_result(layer, producers[(layer.id, layer.inputs[0].id)], layers, inputs)
+                    result_ids.append(layer.id)
                 else:
                     sources = [layers[producers[(layer.id, p.id)][0]] for p in layer.inputs]
                     if _folded_by_openvino(layer, sources, folded):
@@ -92,6 +94,11 @@ class IRProgram:
                     self._steps.append(_Step(layer, BUILDERS[layer.type](info), inputs, outputs))
             except PoolirError as error:
                 raise error.located(file=self.file, where=where) from None
+        # Outputs in the file's order of the Result layers, as OpenVINO lists them, not in execution order.
+        position = {layer.id: i for i, layer in enumerate(model.layers)}
+        by_file = sorted(range(len(result_ids)), key=lambda i: position[result_ids[i]])
+        self._results = [self._results[i] for i in by_file]
+        self.outputs = [self.outputs[i] for i in by_file]
         self._feed_slots = frozenset(slot for _, slot in self._parameters)
         if not self._results:
             raise InvalidModelError("the model has no Result layer", file=self.file)

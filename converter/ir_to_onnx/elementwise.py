@@ -23,6 +23,14 @@ def _unary(op_type: str) -> Callable[[Context, Layer], None]:
     return convert
 
 
+def floor(context: Context, layer: Layer) -> None:
+    """Floor of an integer (PyTorch's frontend writes one after an integer Divide) is its input; ONNX Floor
+    takes floats only."""
+    integral = _is_integer(context.input_info(layer, 0).element_type)
+    context.node_into("Identity" if integral else "Floor", [context.input(layer, 0)], [context.name_output(layer, 0)],
+                      layer.name)
+
+
 def _binary(op_type: str) -> Callable[[Context, Layer], None]:
     def convert(context: Context, layer: Layer) -> None:
         context.node_into(op_type, [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
@@ -67,6 +75,13 @@ def floor_mod(context: Context, layer: Layer) -> None:
     context.node_into("Sub", [a, product], [output], layer.name)
 
 
+def mod(context: Context, layer: Layer) -> None:
+    """Mod-1 (the dividend's sign) is ONNX Mod with fmod=1, for integers and floats alike."""
+    _check_mod(context, "Mod")
+    context.node_into("Mod", [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
+                      layer.name, fmod=1)
+
+
 def convert(context: Context, layer: Layer, target: str | None = None) -> None:
     source_type = context.input_info(layer, 0).element_type
     target = target or layer.attrs["destination_type"]
@@ -74,7 +89,7 @@ def convert(context: Context, layer: Layer, target: str | None = None) -> None:
     if target == source_type:
         context.node_into("Identity", [context.input(layer, 0)], [output], layer.name)
         return
-    if not _is_integer(source_type) and _is_integer(target):
+    if not _is_integer(source_type) and source_type != "boolean" and _is_integer(target):  # boolean: 0/1, exact
         raise ConversionError(f"conversion {source_type} -> {target}: OpenVINO's float-to-integer rounding is not "
                               "pinned against ONNX Cast's")
     context.node_into("Cast", [context.input(layer, 0)], [output], layer.name, to=onnx_element_type(target))
@@ -85,8 +100,8 @@ def convert_like(context: Context, layer: Layer) -> None:
 
 
 CONVERTERS = {
-    "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": _unary("Floor"),
+    "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": floor,
     "Add": _binary("Add"), "Subtract": _binary("Sub"), "Multiply": _binary("Mul"), "Maximum": _binary("Max"),
-    "Minimum": _binary("Min"), "Power": _binary("Pow"), "Divide": divide, "FloorMod": floor_mod,
+    "Minimum": _binary("Min"), "Power": _binary("Pow"), "Divide": divide, "FloorMod": floor_mod, "Mod": mod,
     "Convert": convert, "ConvertLike": convert_like,
 }

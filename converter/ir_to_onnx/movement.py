@@ -69,6 +69,23 @@ def concat(context: Context, layer: Layer) -> None:
                       axis=_positive_axis(layer.attrs["axis"], rank))
 
 
+def _computed_split_lengths(context: Context, layer: Layer, axis: int) -> str:
+    """VariadicSplit lengths known only at run time, as the Split input (opset 13+): an entry -1 becomes
+    what the others leave of the axis, dim - (sum(lengths) + 1), as OpenVINO resolves it."""
+    since = first_opset_where("Split", lambda row: "split" not in row.attributes) or first_opset("Split")
+    context.check_opset(max(since, 13), "VariadicSplit with split_lengths computed at run time needs Split with a "
+                        f"split input, from opset {max(since, 13)}")
+    base = f"{layer.name}/split_lengths"
+    lengths = _as_int64(context, context.input(layer, 2), context.input_info(layer, 2), base)
+    shape = context.node("Shape", [context.input(layer, 0)], f"{base}/shape")[0]
+    dim = context.node("Gather", [shape, context.int64s([axis], f"{base}/axis")], f"{base}/dim")[0]
+    total = context.node("ReduceSum", [lengths], f"{base}/sum", keepdims=1)[0]
+    rest = context.node("Sub", [dim, context.node("Add", [total, context.int64s([1], f"{base}/one")],
+                                                  f"{base}/sum_plus_one")[0]], f"{base}/rest")[0]
+    is_rest = context.node("Equal", [lengths, context.int64s([-1], f"{base}/minus_one")], f"{base}/is_rest")[0]
+    return context.node("Where", [is_rest, rest, lengths], base)[0]
+
+
 def split(context: Context, layer: Layer) -> None:
     """Split and VariadicSplit: ONNX Split with the lengths OpenVINO's shape inference found."""
     rank = len(context.input_info(layer, 0).shape)
@@ -80,8 +97,8 @@ def split(context: Context, layer: Layer) -> None:
     attrs: dict = {"axis": axis}
     if layer.type == "VariadicSplit":
         if any(length is None for length in lengths):
-            raise ConversionError("VariadicSplit lengths must be known")
-        if has_attribute("Split", context.opset, "split"):
+            inputs.append(_computed_split_lengths(context, layer, axis))
+        elif has_attribute("Split", context.opset, "split"):
             attrs["split"] = lengths
         else:
             inputs.append(context.int64s(lengths, f"{layer.name}/split"))

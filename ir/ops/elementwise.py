@@ -1,4 +1,4 @@
-"""Element-wise layers: binary arithmetic with numpy broadcasting (Add .. Power), unary Abs, Sqrt, Floor,
+"""Element-wise layers: binary arithmetic with numpy broadcasting (Add .. Power, Mod), unary Abs, Sqrt, Floor,
 and the element type changes Convert and ConvertLike."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from poolir.ir.registry import ShapeRules
 from poolir.ir.shapes import TensorInfo, broadcast_shapes, folded, static_values
 
 AUTO_BROADCAST = ("none", "numpy")  # "pdpd" exists in OpenVINO but no pooling model uses it
-BINARY_TYPES = ("Add", "Subtract", "Multiply", "Divide", "FloorMod", "Maximum", "Minimum", "Power")
+BINARY_TYPES = ("Add", "Subtract", "Multiply", "Divide", "FloorMod", "Mod", "Maximum", "Minimum", "Power")
 UNARY_TYPES = ("Abs", "Sqrt", "Floor")
 
 
@@ -36,7 +36,7 @@ SHAPE_RULES = ShapeRules()
 # Binary ops whose integer values fold exactly with numpy (Divide folds by its own rounding rule).
 _FOLDABLE_BINARY: dict[str, Callable] = {
     "Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply, "Maximum": np.maximum,
-    "Minimum": np.minimum,
+    "Minimum": np.minimum, "Mod": np.fmod,  # Mod-1: the remainder takes the dividend's sign
 }
 
 

@@ -170,7 +170,10 @@ def _split_lengths(layer: Layer, inputs: list[TensorInfo]) -> tuple[int, list[in
     data = inputs[0]
     axis_info = inputs[1]
     if axis_info.value is None:
-        raise UnsupportedError("the split axis must be constant")
+        # An axis computed at run time (OpenVINO accepts it): every output dim is unknown; axis -1 says so.
+        count = layer.attrs["num_splits"] if layer.type == "Split" else (
+            inputs[2].shape[0].value if len(inputs[2].shape) == 1 else None)
+        return -1, [None] * (count if count is not None else len(layer.outputs))
     axis = normalize_axis(scalar_int(axis_info, "the split axis"), len(data.shape))
     dim = data.shape[axis]
     if layer.type == "Split":
@@ -181,7 +184,10 @@ def _split_lengths(layer: Layer, inputs: list[TensorInfo]) -> tuple[int, list[in
             raise InvalidModelError(f"axis {axis} of size {dim.min} does not split into {parts} equal parts")
         return axis, [dim.min // parts if dim.is_static else None] * parts
     if inputs[2].value is None:
-        raise UnsupportedError("VariadicSplit split_lengths must be constant")
+        # Lengths computed at run time (PyTorch's frontend derives them from ShapeOf arithmetic, OpenVINO
+        # accepts that): one output per output port, its extent along the axis unknown until run time.
+        count = inputs[2].shape[0].value if len(inputs[2].shape) == 1 else None
+        return axis, [None] * (count if count is not None else len(layer.outputs))
     lengths = [int(v) for v in np.ravel(inputs[2].value)]
     if lengths.count(-1) > 1 or any(v < -1 for v in lengths):
         raise InvalidModelError(f"split_lengths {lengths} may hold one -1 and no other negative value")
@@ -202,6 +208,8 @@ def _split_lengths(layer: Layer, inputs: list[TensorInfo]) -> tuple[int, list[in
 def infer_split(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data = inputs[0]
     axis, lengths = _split_lengths(layer, inputs)
+    if axis < 0:
+        return [TensorInfo(data.element_type, dynamic_shape(len(data.shape))) for _ in lengths]
     outputs = []
     offset = 0
     for length in lengths:
@@ -268,13 +276,30 @@ def infer_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     return [info_of_value(data.element_type, value, shape)]
 
 
+def _strided_slice_rank(layer: Layer, data: TensorInfo, begin: TensorInfo) -> int:
+    """The output rank of a StridedSlice whose bounds are unknown: each entry keeps, adds (new axis), drops
+    (shrink) or spans (ellipsis) axes, whatever the bounds; axes past the entries are kept."""
+    entries = _static_length(begin, "StridedSlice with computed bounds of unknown length: the output rank is unknown")
+    masks = {name: list(layer.attrs[name]) for name in _STRIDED_SLICE_MASKS}
+    index = []
+    for i in range(entries):
+        bit = {name: i < len(masks[name]) and masks[name][i] == 1 for name in masks}
+        index.append(Ellipsis if bit["ellipsis_mask"] else None if bit["new_axis_mask"] else
+                     0 if bit["shrink_axis_mask"] else slice(None))
+    try:
+        return np.broadcast_to(np.zeros((), np.int8), (1,) * len(data.shape))[tuple(index)].ndim
+    except IndexError as error:
+        raise InvalidModelError(f"StridedSlice entries do not fit rank {len(data.shape)}: {error}") from None
+
+
 @SHAPE_RULES.register("StridedSlice")
 def infer_strided_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data = inputs[0]
     begin, end = inputs[1].value, inputs[2].value
     stride = inputs[3].value if len(inputs) == 4 else (None if begin is None else np.ones_like(begin))
     if begin is None or end is None or stride is None:
-        raise UnsupportedError("StridedSlice begin, end and stride must be constant")
+        # Bounds computed at run time (OpenVINO accepts them): the masks alone give the output rank.
+        return [TensorInfo(data.element_type, dynamic_shape(_strided_slice_rank(layer, data, inputs[1])))]
     begin, end, stride = (np.ravel(v).tolist() for v in (begin, end, stride))
     masks = {name: list(layer.attrs[name]) for name in _STRIDED_SLICE_MASKS}
 
@@ -297,7 +322,8 @@ def infer_strided_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorIn
                                None if bit("end_mask", i) else end[i], stride[i]))
     shape = _indexed_shape(data, tuple(index))
     if shape is None:
-        raise UnsupportedError("StridedSlice shape inference needs a static input shape")
+        # A dynamic input shape: the rank is known, the dims are left to run time.
+        return [TensorInfo(data.element_type, dynamic_shape(_strided_slice_rank(layer, data, inputs[1])))]
     value = data.value[tuple(index)] if data.value is not None else None
     return [info_of_value(data.element_type, value, shape)]
 
@@ -305,9 +331,12 @@ def infer_strided_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorIn
 @SHAPE_RULES.register("Gather")
 def infer_gather(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data, indices, axis_info = inputs
-    if axis_info.value is None:
-        raise UnsupportedError("the Gather axis must be constant")
     rank = len(data.shape)
+    if axis_info.value is None:
+        # An axis computed at run time (OpenVINO accepts it): the rank is known, the dims are not.
+        batch = layer.attrs.get("batch_dims", 0)
+        batch = batch % len(indices.shape) if batch < 0 and indices.shape else batch
+        return [TensorInfo(data.element_type, dynamic_shape(rank - 1 + len(indices.shape) - batch))]
     axis = normalize_axis(scalar_int(axis_info, "the Gather axis"), rank)
     if not is_integer(indices.element_type):
         raise InvalidModelError(f"Gather indices must be integers, got element type {indices.element_type}")

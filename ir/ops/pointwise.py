@@ -8,11 +8,13 @@ exists in every opset). Comparisons give boolean; the logical ops take and give 
 
 from __future__ import annotations
 
+import numpy as np
+
 from poolir.ir.attributes import STR, Attr, OpVersion
 from poolir.ir.errors import InvalidModelError
 from poolir.ir.model import Layer, shape_str
 from poolir.ir.registry import ShapeRules
-from poolir.ir.shapes import TensorInfo, broadcast_shapes, static_values
+from poolir.ir.shapes import TensorInfo, broadcast_shapes, folded, static_values
 
 AUTO_BROADCAST = ("none", "numpy")  # "pdpd" exists in OpenVINO; its frontends for CNNs never write it
 UNARY_TYPES = ("Sign", "Negative", "Exp", "Log")
@@ -56,7 +58,14 @@ def infer_comparison(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]
     a, b = inputs
     if a.element_type != b.element_type:
         raise InvalidModelError(f"input element types differ ({a.element_type}, {b.element_type})")
-    return [TensorInfo("boolean", _broadcast(layer, [a.shape, b.shape]))]
+    shape = _broadcast(layer, [a.shape, b.shape])
+    if a.value is not None and b.value is not None:  # shape arithmetic (ShuffleNetV2's split lengths) folds
+        return [folded("boolean", shape, _COMPARE[layer.type](a.value, b.value))]
+    return [TensorInfo("boolean", shape)]
+
+
+_COMPARE = {"Equal": np.equal, "NotEqual": np.not_equal, "Less": np.less, "LessEqual": np.less_equal,
+            "Greater": np.greater, "GreaterEqual": np.greater_equal}
 
 
 def _check_boolean(inputs: list[TensorInfo], what: str) -> None:

@@ -1,4 +1,4 @@
-"""AvgPool and MaxPool: their schema rows, OpenVINO's pooling shape rules and `pool_windows_of`.
+"""AvgPool, MaxPool, AdaptiveAvgPool and AdaptiveMaxPool: their schema rows, OpenVINO's pooling shape rules and `pool_windows_of`.
 
 OpenVINO's pooling shape rules (the IR world), measured with OpenVINO 2026.4: first on every
 combination of L in {1,4,5,7,8}, kernel 1..3, stride 1..3, dilation 1..2, pads (0..2, 0..1), the
@@ -91,6 +91,10 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
     _max_pool(1, ROUNDINGS_V1, indices=False),
     _max_pool(8, ROUNDINGS_V1, indices=True),
     _max_pool(14, ROUNDINGS, indices=True),
+    # Adaptive pooling: input 1 is the output spatial shape (i32/i64, one value per spatial axis).
+    OpVersion("AdaptiveAvgPool", 8, inputs=(2, 2)),
+    OpVersion("AdaptiveMaxPool", 8, (Attr("index_element_type", STR, "i64", INDEX_ELEMENT_TYPES),), inputs=(2, 2),
+              outputs=(2, 2)),
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -181,4 +185,32 @@ def infer_pool(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     outputs = [TensorInfo(data.element_type, tuple(out))]
     if "index_element_type" in layer.attrs:
         outputs.append(TensorInfo(layer.attrs["index_element_type"], tuple(out)))
+    return outputs
+
+
+@SHAPE_RULES.register("AdaptiveAvgPool", "AdaptiveMaxPool")
+def infer_adaptive_pool(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    """[N, C, *spatial] and the output spatial shape -> [N, C, *output]; AdaptiveMaxPool adds its indices.
+    An output shape computed at run time gives dynamic spatial dims."""
+    data, size = inputs
+    if len(data.shape) not in (3, 4, 5):
+        raise InvalidModelError(f"input {shape_str(data.shape)} must have rank 3, 4 or 5 (batch, channels, spatial)")
+    if size.element_type not in INDEX_ELEMENT_TYPES or len(size.shape) != 1:
+        raise InvalidModelError(f"the output shape input is {size.element_type} {shape_str(size.shape)}, expected a "
+                                "1-D i32 or i64 tensor")
+    spatial_rank = len(data.shape) - 2
+    if size.shape[0].is_static and size.shape[0].min != spatial_rank:
+        raise InvalidModelError(f"the output shape input holds {size.shape[0].min} values for {spatial_rank} "
+                                "spatial axes")
+    if size.value is None:
+        spatial = tuple(Dim.dynamic() for _ in range(spatial_rank))
+    else:
+        values = [int(v) for v in size.value.ravel()]
+        if any(v < 1 or v > MAX_AXIS_VALUE for v in values):
+            raise InvalidModelError(f"output shape {values}: every value must be in [1, {MAX_AXIS_VALUE}]")
+        spatial = tuple(Dim.static(v) for v in values)
+    out = tuple(data.shape[:2]) + spatial
+    outputs = [TensorInfo(data.element_type, out)]
+    if layer.type == "AdaptiveMaxPool":
+        outputs.append(TensorInfo(layer.attrs["index_element_type"], out))
     return outputs

@@ -152,3 +152,11 @@ def _convert(info):
 @builder("ConvertLike")
 def _convert_like(info):
     return lambda args: ((args[0] != 0) if args[1].dtype == np.bool_ else args[0].astype(args[1].dtype),)
+
+
+@builder("Mod")
+def _mod(info):
+    # Mod-1: the remainder has the sign of the dividend (C fmod), for integers and floats: -7 mod 2 -> -1.
+    # PyTorch's frontend writes it on shape values (ShuffleNetV2's channel split).
+    # On run-time i32/i64 inputs OpenVINO's CPU plugin computes it in float32, like FloorMod.
+    return _broadcasting(info, _as_cpu_plugin(info, lambda a, b: modulo(a, b, fmod=True)))

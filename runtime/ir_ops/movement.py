@@ -153,6 +153,10 @@ def _strided_slice(info):
 @builder("Gather")
 def _gather(info):
     batch_dims = info.layer.attrs.get("batch_dims", 0)  # Gather-1 has none (ir/schema.py)
+    if 2 not in info.constant_inputs and not info.folded:
+        # OpenVINO 2026.4 reads it but refuses to compile it (EliminateGather: "Check 'const_op' failed").
+        raise UnsupportedError("a Gather axis computed at run time: OpenVINO refuses to compile it, so the IR has no "
+                               "OpenVINO meaning to reproduce")
 
     def run(args):
         data, indices, axis_array = args

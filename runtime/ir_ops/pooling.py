@@ -51,7 +51,8 @@ from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
 from poolir.ir.geometry import AxisWindow
 from poolir.ir.ops.pooling import pool_windows_of
 from poolir.ir.model import Layer
-from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
+from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder, int_list
+from poolir.runtime.kernels.adaptive_pool import adaptive_avg_pool, adaptive_max_pool
 from poolir.runtime.kernels.pooling import IndexLayout, avg_pool, max_pool
 from poolir.runtime.kernels.precision import is_float
 
@@ -278,6 +279,18 @@ def _max_pool(info: LayerInfo) -> LayerFn:
         # placeholder so the plan stays uniform.
         return lambda args: (*op(args[0]), None)
     return lambda args: op(args[0])
+
+
+@builder("AdaptiveAvgPool")
+def _adaptive_avg_pool(info: LayerInfo) -> LayerFn:
+    return lambda args: (adaptive_avg_pool(args[0], int_list(args[1], "the output shape")),)
+
+
+@builder("AdaptiveMaxPool")
+def _adaptive_max_pool(info: LayerInfo) -> LayerFn:
+    # Indices count positions in each (n, c) slab, flattened over the spatial axes (kernels.adaptive_pool).
+    index_dtype = INDEX_TYPES[info.layer.attrs["index_element_type"]]
+    return lambda args: adaptive_max_pool(args[0], int_list(args[1], "the output shape"), index_dtype)
 
 
 __all__ = ["AvgPoolOp", "MaxPoolOp", "openvino_max_floor"]

@@ -53,7 +53,7 @@ def _f32_to_i32(values: np.ndarray) -> np.ndarray:
 
 def openvino_cpu_integer(kind: str, a: np.ndarray, b: np.ndarray, constant: tuple[bool, bool] = (False, False)
                          ) -> np.ndarray:
-    """Add, Subtract, Multiply, Divide or FloorMod on i32/i64 as OpenVINO 2026.4's CPU plugin computes them
+    """Add, Subtract, Multiply, Divide, FloorMod or Mod on i32/i64 as OpenVINO 2026.4's CPU plugin computes them
     on run-time inputs (x86-64 JIT eltwise kernel; pinned in tests/runtime/test_ir_integer_arithmetic.py).
 
     - i64 runs as i32: the plugin converts i64 tensors to i32 and the result back (sign-extended), so every
@@ -80,6 +80,8 @@ def openvino_cpu_integer(kind: str, a: np.ndarray, b: np.ndarray, constant: tupl
             quotient = fa / fb
             if kind == "Divide":
                 result = _f32_to_i32(np.trunc(quotient))
+            elif kind == "Mod":  # a - trunc(a / b) * b in float32: -16777217 mod 50176 -> -18432 (exact -18433)
+                result = _f32_to_i32(fa - np.trunc(quotient) * fb)
             else:
                 result = _f32_to_i32(fa - np.floor(quotient) * fb)  # float32 throughout, as the kernel
     return result.astype(a.dtype)

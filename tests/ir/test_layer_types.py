@@ -62,6 +62,7 @@ CASES: dict[str, Build] = {
     "Multiply": _binary("Multiply"),
     "Divide": _binary("Divide", m_pythondiv=False),
     "FloorMod": _binary("FloorMod"),
+    "Mod": _binary("Mod"),
     "Maximum": _binary("Maximum"),
     "Minimum": _binary("Minimum"),
     "Power": _binary("Power"),
@@ -85,6 +86,8 @@ CASES: dict[str, Build] = {
     "Concat": lambda b: b.add("Concat", "opset1", [_x(b), b.parameter("y", "f32", (2, 3, 4, 2))], {"axis": -1}),
     "Split": lambda b: b.add("Split", "opset1", [_x(b, (-1, 6, 4)), b.const(i64(1)[0])], {"num_splits": 3}),
     "VariadicSplit": lambda b: b.add("VariadicSplit", "opset1", [_x(b), b.const(np.int64(2)), b.const(i64(1, -1))]),
+    "VariadicSplit computed lengths": lambda b: b.add("VariadicSplit", "opset1", [
+        _x(b), b.const(np.int64(2)), b.parameter("lengths", "i64", (2,))]),
     "Transpose": lambda b: b.add("Transpose", "opset1", [_x(b), b.const(i64(0, 2, 3, 1))]),
     "Transpose reverse (empty Const)": lambda b: b.add("Transpose", "opset1", [_x(b), b.const(np.zeros(0, np.int64))]),
     "ReduceSum empty axes": lambda b: b.add("ReduceSum", "opset1", [_x(b), b.const(np.zeros(0, np.int64))],
@@ -136,6 +139,12 @@ CASES: dict[str, Build] = {
     "MaxPool-8 i32 indices u8": lambda b: b.add("MaxPool", "opset8", [_x(b, (1, 2, 5, 5), "u8")], {
         "kernel": (2, 2), "strides": (1, 1), "pads_begin": (0, 0), "pads_end": (0, 0),
         "index_element_type": "i32", "axis": 2}),
+    "AdaptiveAvgPool-8 f16": lambda b: b.add("AdaptiveAvgPool", "opset8", [_x(b, (1, 2, 7, 9), "f16"),
+                                                                           b.const(np.array([3, 4], np.int32))]),
+    "AdaptiveMaxPool-8 i32 indices": lambda b: b.add("AdaptiveMaxPool", "opset8", [
+        _x(b, (1, 2, 5, 6, 7)), b.const(i64(2, 4, 3))], {"index_element_type": "i32"}),
+    "AdaptiveMaxPool-8 computed size": lambda b: b.add("AdaptiveMaxPool", "opset8", [
+        _x(b, (1, 2, 10)), b.parameter("size", "i64", (1,))]),
     "MaxPool-1 i8": lambda b: b.add("MaxPool", "opset1", [_x(b, (1, 2, 5), "i8")], {
         "kernel": (2,), "strides": (2,), "pads_begin": (0,), "pads_end": (1,), "rounding_type": "ceil"}),
     "AvgPool-14 bf16": lambda b: b.add("AvgPool", "opset14", [_x(b, (1, 2, 5, 5), "bf16")], {
