@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from poolir.converter.element_types import onnx_element_type
-from poolir.converter.ir_to_onnx import avg_pool_dynamic
 from poolir.converter.ir_to_onnx.adaptive_pool import CONVERTERS as ADAPTIVE_CONVERTERS
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.movement import pad_node
@@ -205,9 +204,6 @@ def _unpadded_indices(context: Context, indices: str, geometry: OnnxWindows, spa
 def avg_pool(context: Context, layer: Layer) -> None:
     info = context.input_info(layer, 0)
     check_element_type(context, "AveragePool", info.element_type)
-    if avg_pool_dynamic.applies(context, layer):
-        avg_pool_dynamic.avg_pool_padded(context, layer)
-        return
     exclude = layer.attrs["exclude-pad"]
     geometry = pool_geometry(context, layer, "AveragePool", inert_padding=exclude, full_kernel_divisor=not exclude)
     attrs = pool_attributes(context, layer, geometry, "AveragePool")
