@@ -1,5 +1,5 @@
 """AvgPool exclude-pad=false with pads, ceil/ceil_torch rounding and dynamic spatial dims -> ONNX
-(converter/ir_to_onnx/avg_pool_dynamic.py), as PyTorch's frontend writes avg_pool2d(ceil_mode=True, padding=1):
+(converter/ir_to_onnx/pool_windows.py: an explicit zero Pad), as PyTorch's frontend writes avg_pool2d(ceil_mode=True, padding=1):
 one ONNX graph, onnxruntime on it against OpenVINO on the IR for many lengths."""
 
 from __future__ import annotations
