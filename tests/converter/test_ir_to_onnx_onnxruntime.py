@@ -17,19 +17,10 @@ from poolir import ir
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.converter.cli import main
 from poolir.converter.ir_to_onnx.onnxruntime_gaps import onnxruntime_lacks, onnxruntime_warnings
-from poolir.ir.builder import GraphBuilder
 from poolir.ir.errors import ConversionError
+from tests.converter.test_ir_to_onnx import _pool_ir
 from tests.converter.test_onnx_to_ir_oracle import PoolCase, assert_outputs_match
 from tests.peers import onnxruntime_run, openvino_run_xml
-
-
-def _pool_ir(layer_type: str, version: str, attrs: dict, shape, element_type="f32", outputs=(0,)) -> ir.Model:
-    builder = GraphBuilder("hand")
-    x = builder.parameter("x", element_type, shape)
-    refs = builder.add(layer_type, version, [x], attrs=attrs, name="pool")
-    for index in outputs:
-        builder.result(refs[index], name="y" if index == 0 else "indices")
-    return builder.build()
 
 
 def _onnxruntime_equals_openvino(model: ir.Model, x: np.ndarray, tmp_path, opset: int = 22) -> onnx.ModelProto:

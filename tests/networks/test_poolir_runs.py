@@ -32,6 +32,7 @@ from poolir.ir.errors import UnsupportedError
 from tests.networks import torchvision, zoo
 from tests.networks.torchvision import input_feeds, proto_of as _proto
 from tests.networks.peers import agree, onnxruntime_runner, openvino_ir_of, run_onnxruntime, run_openvino_xml
+from tests.networks.six_paths import ir_outputs_by_onnx_name
 
 STYLES = torchvision.styles()
 INPUT_SEED = 20261
@@ -57,25 +58,12 @@ def _assert_agree(actual: dict, expected: dict, what: str) -> None:
         assert ok, f"{what} {output}: poolir differs by {max_abs:.3g} ({max_rel:.3g} of the output's size)"
 
 
-def _ir_outputs_by_onnx_name(model: ir.Model, outputs: dict, onnx_names: list[str]) -> dict:
-    """poolir names an IR output by the first tensor name of the port feeding its Result; OpenVINO's port may carry
-    several names (the ONNX output name among them): key poolir's outputs by the ONNX name."""
-    renamed = {}
-    for result in model.results:
-        edge = model.producer(result.id, result.inputs[0].id)
-        port = model.layer(edge.from_layer).port(edge.from_port)
-        poolir_name = port.names[0] if port.names else result.name
-        onnx_name = next((n for n in port.names if n in onnx_names), poolir_name)
-        renamed[onnx_name] = outputs[poolir_name]
-    return renamed
-
-
 def _ir_world(source, feeds: dict, folder: Path, form: str, onnx_names: list[str], what: str) -> None:
     xml = openvino_ir_of(source, folder, compress_to_fp16=IR_FORMS[form], name=form)
     model = ir.read_model(xml)
     # Every layer of OpenVINO's file is read (unknown types kept as they stand) and written back byte for byte.
     assert ir.serialize(model) == (xml.read_bytes(), xml.with_suffix(".bin").read_bytes()), f"{what}: round trip"
-    ours = _ir_outputs_by_onnx_name(model, _poolir(model, feeds), onnx_names)
+    ours = ir_outputs_by_onnx_name(model, _poolir(model, feeds), onnx_names)
     expected = run_openvino_xml(xml, feeds, onnx_names)
     _assert_agree(ours, {name: expected[name] for name in onnx_names}, what)
 
