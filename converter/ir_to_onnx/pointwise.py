@@ -95,7 +95,7 @@ CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
     "Greater": _negated("LessOrEqual", "Greater"),
     "LessEqual": _direct("LessOrEqual"), "GreaterEqual": _negated("Less", "GreaterOrEqual"),
     "LogicalNot": _direct("Not"), "LogicalAnd": _direct("And"), "LogicalOr": _direct("Or"),
-    "LogicalXor": _direct("Xor"), "Select": _direct("Where"),
+    "LogicalXor": _direct("Xor"), "Select": _direct("Where"), "Identity": _direct("Identity"),
 }
 
 FOLDS: dict[str, Callable[[Context, Layer], bool]] = dict.fromkeys(("Exp", "Equal"), fold_exp_keeping_nan)

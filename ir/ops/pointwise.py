@@ -1,5 +1,5 @@
 """Element-wise layers beyond arithmetic: Sign, Negative, Exp, Log; the comparisons Equal, NotEqual, Less,
-LessEqual, Greater, GreaterEqual; LogicalNot, LogicalAnd, LogicalOr, LogicalXor; and Select.
+LessEqual, Greater, GreaterEqual; LogicalNot, LogicalAnd, LogicalOr, LogicalXor; Select; and Identity-16.
 
 OpenVINO writes them for ONNX Sign, Exp, Log, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or,
 Xor and Where (measured with OpenVINO 2026.4's ONNX frontend; ONNX Neg becomes Multiply by -1, but Negative-1
@@ -31,6 +31,7 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
     *(_broadcasting(layer_type) for layer_type in (*COMPARISON_TYPES, *LOGICAL_BINARY_TYPES)),
     OpVersion("LogicalNot", 1),
     _broadcasting("Select", 3),
+    OpVersion("Identity", 16),  # OpenVINO 2026.4's own graphs may hold it (openvino.opset16.identity)
 )
 
 SHAPE_RULES = ShapeRules()
@@ -47,7 +48,7 @@ def _broadcast(layer: Layer, shapes: list) -> tuple:
     return shape
 
 
-@SHAPE_RULES.register(*UNARY_TYPES)
+@SHAPE_RULES.register(*UNARY_TYPES, "Identity")
 def infer_unary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     (data,) = inputs
     return [TensorInfo(data.element_type, data.shape)]

@@ -38,6 +38,7 @@ builder("Negative")(_unary(np.negative))
 # ONNX Exp and numpy give NaN. The IR world follows OpenVINO; ir_to_onnx writes Where(x == x, Exp(x), inf).
 builder("Exp")(_unary(lambda x: np.where(np.isnan(x), np.inf, np.exp(x))))
 builder("Log")(_unary(np.log))
+builder("Identity")(lambda info: lambda args: (args[0],))  # a copy in OpenVINO; arrays here are never written to
 
 
 def _binary(function: Callable) -> Callable[[LayerInfo], LayerFn]:

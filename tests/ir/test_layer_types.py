@@ -121,6 +121,7 @@ CASES: dict[str, Build] = {
     **{t: (lambda t: lambda b: b.add(t, "opset1", [_x(b, (-1, 3, 4), "boolean"), b.parameter("y", "boolean", (4,))]))(t)
        for t in ("LogicalAnd", "LogicalOr", "LogicalXor")},
     "LogicalNot": lambda b: b.add("LogicalNot", "opset1", [_x(b, (2, 3), "boolean")]),
+    "Identity-16": lambda b: b.add("Identity", "opset16", [_x(b, (-1, 3, 4))]),
     "Select": lambda b: b.add("Select", "opset1", [b.parameter("c", "boolean", (1, 3, 1)), _x(b, (-1, 3, 4)),
                                                     b.parameter("y", "f32", (4,))]),
     "ShuffleChannels": lambda b: b.add("ShuffleChannels", "opset3", [_x(b, (-1, 6, 4, 4))], {"axis": 1, "group": 3}),

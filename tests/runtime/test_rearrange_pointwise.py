@@ -242,3 +242,25 @@ def test_onnx_model_runs_like_onnxruntime_and_openvinos_ir_of_it_converts_back(t
     openvino = openvino_run_xml(path, feeds)
     _same(runtime.run(ir_model, feeds), openvino)
     _same(onnxruntime_run(converter.ir_to_onnx(ir_model), feeds), openvino)
+
+
+def test_identity16_written_by_openvino_runs_and_converts_like_openvino(tmp_path) -> None:
+    """OpenVINO 2026.4's own graphs may hold Identity-16 (openvino.opset16.identity): read, run and convert."""
+    from poolir.converter.peers import openvino_module
+
+    ov = openvino_module()
+    import openvino.opset1 as opset1
+    import openvino.opset16 as opset16
+
+    x = opset1.parameter([2, 3], np.float32, name="x")
+    model = ov.Model([opset1.relu(opset16.identity(x))], [x], "identity16")
+    path = tmp_path / "identity16.xml"
+    ov.save_model(model, str(path))
+    assert 'type="Identity" version="opset16"' in path.read_text()
+    feeds = {"x": np.array([[-1, 2, 0.5], [4, -5, 6]], np.float32)}
+    (expected,) = openvino_run_xml(path, feeds).values()
+    read = ir.read_model(path)
+    (actual,) = runtime.run(read, feeds).values()
+    np.testing.assert_array_equal(actual, expected)
+    (back,) = onnxruntime_run(converter.ir_to_onnx(read), feeds).values()
+    np.testing.assert_array_equal(back, expected)
