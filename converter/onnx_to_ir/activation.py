@@ -63,8 +63,7 @@ def prelu(node: OnnxNode) -> list[Value]:
     x, slope = node.checked_inputs(2, 2)
     node.attributes()
     node.check_element_type(x)
-    if slope.element_type != x.element_type:
-        raise InvalidModelError(f"slope has element type {slope.element_type}, X {x.element_type}")
+    node.check_same_element_type(x, "X", [("slope", slope)])
     slope_ref = slope.ref
     if len(x.shape) >= 2 and len(slope.shape) == 1 and slope.shape[0] != 1:
         # OpenVINO would (or, dims unknown, might) apply a 1-D slope per channel; as [1, n] it broadcasts
@@ -91,9 +90,8 @@ def clip(node: OnnxNode) -> list[Value]:
         bounds = [None if v is None else np.asarray(v, dtype=np.float32) for v in (low, high)]
         constant = True
     else:
+        node.check_same_element_type(x, "the input", list(zip(("min", "max"), operands)))
         for what, value in zip(("min", "max"), operands):
-            if value is not None and value.element_type != x.element_type:
-                raise InvalidModelError(f"{what} has element type {value.element_type}, the input {x.element_type}")
             if value is not None and any(d is not None and d != 1 for d in value.shape):
                 raise InvalidModelError(f"{what} must be a scalar, got shape {list(value.shape)}")
         bounds = [_constant(node, v) for v in operands]

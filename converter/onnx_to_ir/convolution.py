@@ -46,9 +46,7 @@ def conv(node: OnnxNode) -> list[Value]:
     has_bias = len(node.inputs) == 3 and bool(node.node.input[2])
     attrs = node.attributes()
     node.check_element_type(x)
-    for value, what in ((w, "W"), *(((node.inputs[2], "B"),) if has_bias else ())):
-        if value.element_type != x.element_type:
-            raise InvalidModelError(f"input {what} has element type {value.element_type}, X has {x.element_type}")
+    node.check_same_element_type(x, "X", [("W", w), ("B", node.inputs[2] if has_bias else None)])
     try:
         spec = onnx_conv(attrs)
         if any(d is None for d in w.shape):

@@ -39,8 +39,7 @@ def matmul(node: OnnxNode) -> list[Value]:
     a, b = node.checked_inputs(2, 2)
     node.attributes()
     node.check_element_type(a)
-    if a.element_type != b.element_type:
-        raise InvalidModelError(f"inputs A ({a.element_type}) and B ({b.element_type}) differ in element type")
+    node.check_same_element_type(a, "A", [("B", b)])
     if not a.shape or not b.shape:
         raise InvalidModelError(f"inputs of shapes {list(a.shape)} and {list(b.shape)}: MatMul needs rank >= 1")
     y = node.add("MatMul", [a.ref, b.ref], {"transpose_a": False, "transpose_b": False}, node.name)[0]
@@ -55,9 +54,7 @@ def gemm(node: OnnxNode) -> list[Value]:
                                 f"{len(node.inputs)}")
     a, b = node.inputs[0], node.inputs[1]
     node.check_element_type(a)
-    for value, what in ((b, "B"), *(((node.inputs[2], "C"),) if has_c else ())):
-        if value.element_type != a.element_type:
-            raise InvalidModelError(f"input {what} has element type {value.element_type}, A has {a.element_type}")
+    node.check_same_element_type(a, "A", [("B", b), ("C", node.inputs[2] if has_c else None)])
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise InvalidModelError(f"Gemm operands A {list(a.shape)} and B {list(b.shape)} must be 2-D")
     flags = {}

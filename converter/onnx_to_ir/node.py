@@ -92,6 +92,15 @@ class OnnxNode:
         if self.version.dtypes is not None and dtype_of(value.element_type) not in self.version.dtypes:
             raise UnsupportedError(f"element type {value.element_type} is not allowed for {self.version.label}")
 
+    def check_same_element_type(self, main: Value, main_name: str,
+                                others: Sequence[tuple[str, Value | None]]) -> None:
+        """Refuse an input whose element type is not `main`'s (the op's one type constraint T; IR layers take
+        one element type too); None stands for an absent optional input."""
+        for name, value in others:
+            if value is not None and value.element_type != main.element_type:
+                raise InvalidModelError(f"input {name} has element type {value.element_type}, "
+                                        f"{main_name} has {main.element_type}")
+
     def add(self, layer_type: str, inputs: Sequence[OutputRef], attrs: dict[str, Any] | None = None,
             name: str | None = None, *, newest: bool = False) -> list[OutputRef]:
         """Add an IR layer in the version its attributes need (layer_version)."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.onnx_to_ir.pointwise import check_float, exp_keeping_nan
-from poolir.ir.errors import ConversionError, InvalidModelError
+from poolir.ir.errors import ConversionError
 from poolir.ir.shapes import checked_axes
 
 _DIRECT = {op: op for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",

@@ -15,27 +15,20 @@ import random
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from poolir import ir
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.errors import ConversionError
 from tests.peers import onnxruntime_run, openvino_convert_to_xml, openvino_run_onnx, openvino_run_xml
+from tests.runtime.test_onnx_activation import _model as one_node_model
 
 
 def _model(op, opset, shape, attrs=None, extra=(), dtype=np.float32, dims=None):
-    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    names, inits = ["x"], []
-    for name, value in extra:
-        if value is None:
-            names.append("")
-        else:
-            names.append(name)
-            inits.append(numpy_helper.from_array(np.asarray(value), name))
-    node = helper.make_node(op, names, ["y"], name="act", **(attrs or {}))
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", elem, dims or shape)],
-                              [helper.make_tensor_value_info("y", elem, None)], initializer=inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=7)
+    """test_onnx_activation's one-node model, its node named "act" (converter messages name it)."""
+    model = one_node_model(op, opset, dtype, dims or shape, attrs or {}, extra)
+    model.graph.node[0].name = "act"
+    return model
 
 
 def _grid(count=120, seed=99):
