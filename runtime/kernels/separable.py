@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from typing import Sequence
 
 import numpy as np
 
 from poolir.ir.geometry import AxisWindow
-from poolir.runtime.kernels.window_plan import AxisPlan, axis_plan
-from poolir.runtime.kernels.work_arrays import SLOT_DENSE, SLOT_DOUBLING, SLOT_PASS, SLOT_RESULT, work_array
+from poolir.runtime.kernels.window_plan import AxisPlan, axis_plan, on_tap_grid
+from poolir.runtime.kernels.work_arrays import (SLOT_DENSE, SLOT_DOUBLING, SLOT_PASS, SLOT_RESULT, SLOT_TAP_GRID,
+                                                work_array)
 
 # Leading rows (N * C) are pooled in blocks of about this many input bytes, so that the intermediates of
 # all passes stay in cache: the input is read from memory once instead of once per pass. Measured for
@@ -248,6 +250,7 @@ def separable_reduce(x: np.ndarray, plans: Sequence[AxisPlan], one_pass, *,
     work array too when `fresh_result` is False, because the caller converts it into a fresh one).
     The result is never `x` itself.
     """
+    x, plans = _to_tap_grid(x, plans)
     passes = _outer_first(x.ndim, plans)
     if not passes:
         return x.copy() if fresh_result else x
@@ -273,6 +276,28 @@ def separable_reduce(x: np.ndarray, plans: Sequence[AxisPlan], one_pass, *,
     for start in range(0, rows, chunk):
         _run_block(x_rows[start: start + chunk], block_passes, one_pass, result_rows[start: start + chunk])
     return result
+
+
+def _to_tap_grid(x: np.ndarray, plans: Sequence[AxisPlan]) -> tuple[np.ndarray, Sequence[AxisPlan]]:
+    """x subsampled (one contiguous copy) on every axis whose taps all read one phase, with the plans of
+    the stride-1 windows that pool it (window_plan.on_tap_grid); x and plans unchanged when none does."""
+    grids = [on_tap_grid(plan.window) for plan in plans]
+    if not any(grids):
+        return x, plans
+    first = x.ndim - len(plans)
+    picks = [slice(None)] * first + [grid[0] if grid else slice(None) for grid in grids]
+    sub = work_array(SLOT_TAP_GRID, x[tuple(picks)].shape, x.dtype)
+    inner = picks[-1]
+    lanes = inner.step * x.itemsize if inner.step else 0
+    if lanes in (2, 4, 8) and inner.start == 0 and x.shape[-1] % inner.step == 0 and sys.byteorder == "little":
+        # Every step-th element of the innermost axis is the low lane of a wider unsigned integer: a
+        # contiguous integer narrowing copies it twice as fast as a strided copy (W7: 29 -> 15 us).
+        picks[-1] = slice(None)
+        wide = x.view(f"<u{lanes}")[tuple(picks)]
+        np.copyto(sub.view(f"<u{x.itemsize}"), wide, casting="unsafe")
+    else:
+        np.copyto(sub, x[tuple(picks)])
+    return sub, tuple(axis_plan(grid[1]) if grid else plan for grid, plan in zip(grids, plans))
 
 
 def _run_block(x: np.ndarray, passes, one_pass, out: np.ndarray) -> None:

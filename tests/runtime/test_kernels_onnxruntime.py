@@ -112,8 +112,10 @@ class Case:
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSETS[self.op])], ir_version=10)
 
 
-def _random_cases(op: str, count: int, seed: int, dtypes, long_kernels: bool = False) -> list[Case]:
-    """Random cases; `long_kernels` draws kernels 4..9 on longer axes (the doubling reduction)."""
+def _random_cases(op: str, count: int, seed: int, dtypes, long_kernels: bool = False,
+                  tap_grid: bool = False) -> list[Case]:
+    """Random cases; `long_kernels` draws kernels 4..9 on longer axes (the doubling reduction); `tap_grid`
+    draws dilations that are multiples of strides > 1 (pooled on one input phase, window_plan.on_tap_grid)."""
     rng = np.random.default_rng(seed)
     cases = []
     while len(cases) < count:
@@ -124,8 +126,11 @@ def _random_cases(op: str, count: int, seed: int, dtypes, long_kernels: bool = F
         else:
             spatial = tuple(int(v) for v in rng.integers(3 if rank == 3 else 4, 10 if rank < 3 else 7, rank))
             kernel = tuple(int(v) for v in rng.integers(1, 4, rank))
-        strides = tuple(int(v) for v in rng.integers(1, 4, rank))
+        strides = tuple(int(v) for v in rng.integers(2 if tap_grid else 1, 4, rank))
         dilations = tuple(int(v) for v in rng.integers(1, 3, rank))
+        if tap_grid:
+            spatial = tuple(int(v) for v in rng.integers(5, 14, rank))
+            dilations = tuple(s * int(rng.integers(1, 3)) for s in strides)
         # onnxruntime requires every pad to be smaller than the kernel on its axis.
         pads_begin = tuple(int(rng.integers(0, k)) for k in kernel)
         pads_end = tuple(int(rng.integers(0, k)) for k in kernel)
@@ -142,6 +147,8 @@ def _random_cases(op: str, count: int, seed: int, dtypes, long_kernels: bool = F
             continue
         if any((w.real_taps() == 0).any() for w in windows):
             continue
+        if any(max(w.pad_begin, w.pad_end) >= w.kernel for w in windows):
+            continue      # SAME pads of a dilated kernel can reach the kernel size, which onnxruntime refuses
         cases.append(case)
     return cases
 
@@ -152,6 +159,9 @@ LP_CASES = _random_cases("LpPool", 50, 3, [np.float32, np.float64, np.float16, m
 LONG_CASES = (_random_cases("MaxPool", 20, 4, [np.float32, np.int8], long_kernels=True)
               + _random_cases("AveragePool", 20, 5, [np.float32, np.float64], long_kernels=True)
               + _random_cases("LpPool", 10, 6, [np.float32], long_kernels=True))
+TAP_GRID_CASES = (_random_cases("MaxPool", 30, 7, [np.float32, np.float64, np.float16, np.int8], tap_grid=True)
+                  + _random_cases("AveragePool", 20, 8, [np.float32, np.float16], tap_grid=True)
+                  + _random_cases("LpPool", 10, 9, [np.float32], tap_grid=True))
 
 
 def _input(case: Case) -> np.ndarray:
@@ -176,7 +186,8 @@ def _tolerance(dtype) -> dict:
     return dict(rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("case", MAX_CASES + [c for c in LONG_CASES if c.op == "MaxPool"], ids=str)
+@pytest.mark.parametrize("case", MAX_CASES + [c for c in LONG_CASES + TAP_GRID_CASES if c.op == "MaxPool"],
+                         ids=str)
 def test_max_pool_matches_onnxruntime(case):
     x = _input(case)
     expected = onnxruntime_run(case.onnx_model(), {"x": x})
@@ -190,7 +201,8 @@ def test_max_pool_matches_onnxruntime(case):
     np.testing.assert_array_equal(y, expected["y"])
 
 
-@pytest.mark.parametrize("case", AVG_CASES + [c for c in LONG_CASES if c.op == "AveragePool"], ids=str)
+@pytest.mark.parametrize("case", AVG_CASES + [c for c in LONG_CASES + TAP_GRID_CASES if c.op == "AveragePool"],
+                         ids=str)
 def test_avg_pool_matches_onnxruntime(case):
     x = _input(case)
     expected = onnxruntime_run(case.onnx_model(), {"x": x.astype(np.float32)})["y"]
@@ -200,7 +212,8 @@ def test_avg_pool_matches_onnxruntime(case):
     np.testing.assert_allclose(y.astype(np.float64), expected.astype(np.float64), **tolerance)
 
 
-@pytest.mark.parametrize("case", LP_CASES + [c for c in LONG_CASES if c.op == "LpPool"], ids=str)
+@pytest.mark.parametrize("case", LP_CASES + [c for c in LONG_CASES + TAP_GRID_CASES if c.op == "LpPool"],
+                         ids=str)
 def test_lp_pool_matches_onnxruntime(case):
     x = _input(case)
     expected = onnxruntime_run(case.onnx_model(), {"x": x.astype(np.float32)})["y"]
