@@ -10,7 +10,6 @@ headers, before inflating), and each operator's output at run time where its siz
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import math
 import os
@@ -76,14 +75,22 @@ def check_tensor(shape, itemsize: int, what: str, *, file=None, where: str | Non
                 file=file, where=where)
 
 
-@contextlib.contextmanager
-def bytes_in_use(size: int):
-    """While the block runs, `size` bytes of live tensors count against the budget of check_allocation."""
-    token = _in_use.set(int(size))
-    try:
-        yield
-    finally:
-        _in_use.reset(token)
+class bytes_in_use:  # noqa: N801 - used as a function: `with bytes_in_use(size):`
+    """While the block runs, `size` bytes of live tensors count against the budget of check_allocation.
+
+    A class rather than a contextlib generator: executors enter it once per node, and the generator form
+    cost 2.8 us per entry (a fifth of a one-node run)."""
+
+    __slots__ = ("_size", "_token")
+
+    def __init__(self, size: int):
+        self._size = int(size)
+
+    def __enter__(self) -> None:
+        self._token = _in_use.set(self._size)
+
+    def __exit__(self, *exc_info) -> None:
+        _in_use.reset(self._token)
 
 
 def check_allocation(shape, itemsize: int, what: str) -> None:

@@ -66,10 +66,13 @@ def check_planned_peak(steps: Sequence[tuple[Iterable[Hashable], Iterable[Hashab
 
 def _base(array) -> np.ndarray | None:
     """The array that owns the memory of `array` (itself when it owns it); None for a non-array."""
-    if not isinstance(array, np.ndarray):
+    if type(array) is not np.ndarray and not isinstance(array, np.ndarray):
         return None
-    while isinstance(array.base, np.ndarray):
-        array = array.base
+    base = array.base
+    while base is not None:
+        if not isinstance(base, np.ndarray):
+            break
+        array, base = base, base.base
     return array
 
 
@@ -78,6 +81,7 @@ class LiveBytes:
 
     def __init__(self):
         self.total = 0
+        self.limit = max_memory()       # read once per run: the budget does not change during one
         self._blocks: dict[int, list] = {}  # id(base) -> [base, number of held values on it]
 
     def add(self, value) -> None:
@@ -104,10 +108,9 @@ class LiveBytes:
     def check(self, file: str | None, where: str | None) -> None:
         """After a step: refuse to go on when what the run holds exceeds the budget (a kernel that allocated
         without asking check_allocation first; the step's outputs are freed with the run)."""
-        limit = max_memory()
-        if self.total > limit:
+        if self.total > self.limit:
             raise BudgetError(f"the tensors live after this step hold {self.total} bytes, which exceeds the memory "
-                              f"budget of {human_size(limit)} (raise it with --max-memory or {ENVIRONMENT_VARIABLE})",
+                              f"budget of {human_size(self.limit)} (raise it with --max-memory or {ENVIRONMENT_VARIABLE})",
                               file=file, where=where)
 
 

@@ -84,7 +84,7 @@ class Session:
     def check_feeds(self, feeds: Mapping[str, np.ndarray]) -> None:
         """Raise FeedError unless `feeds` matches the declared inputs exactly (names, dtypes, ranks, dims)."""
         expected = self._expected
-        if not isinstance(feeds, Mapping):
+        if type(feeds) is not dict and not isinstance(feeds, Mapping):
             raise FeedError(f"feeds must be a mapping of input name to numpy array, not {type(feeds).__name__}",
                             file=self.source)
         if len(feeds) != len(expected) or any(name not in expected for name in feeds):
