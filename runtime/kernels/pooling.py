@@ -35,7 +35,7 @@ from poolir.ir.geometry import AxisWindow
 from poolir.runtime.kernels.argmax import IndexLayout, argmax_indices
 from poolir.runtime.kernels.average_divisor import DIVISORS, average_divisor, divisor_kinds, fill_positions
 from poolir.runtime.kernels.precision import is_float
-from poolir.runtime.kernels.separable import reduce_axis, separable_reduce, sum_pass
+from poolir.runtime.kernels.separable import separable_reduce
 from poolir.runtime.kernels.window_plan import axis_plans
 from poolir.runtime.kernels.work_arrays import SLOT_WIDENED, release_work_arrays, widened, work_array
 
@@ -68,12 +68,11 @@ def max_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, indices: IndexLayo
     """
     x = _as_input(x, windows)
     _check_max_dtype(x.dtype)
-    plans = axis_plans(windows)
     fill = lowest_value(x.dtype) if empty_value is None else x.dtype.type(empty_value)
-    y = separable_reduce(x, plans, lambda y, axis, plan, out: reduce_axis(y, axis, plan, np.maximum, fill, out))
+    y = separable_reduce(x, windows, np.maximum, fill)
     if indices is None:
         return y
-    return y, argmax_indices(x, y, plans, indices)
+    return y, argmax_indices(x, y, axis_plans(windows), indices)
 
 
 def avg_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, divisor: str | Sequence[str],
@@ -86,11 +85,10 @@ def avg_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, divisor: str | Seq
     """
     x = _as_input(x, windows)
     acc = _accumulator_dtype(x.dtype, "avg_pool")
-    plans = axis_plans(windows)
-    kinds = divisor_kinds(divisor, len(plans))
+    kinds = divisor_kinds(divisor, len(windows))
     wide = widened(x, acc)
-    total = separable_reduce(wide, plans, sum_pass, fresh_result=acc == x.dtype)
-    divisor_nd, zero_axes = average_divisor(tuple(plan.window for plan in plans), kinds, acc)
+    total = separable_reduce(wide, windows, np.add, 0, fresh_result=acc == x.dtype)
+    divisor_nd, zero_axes = average_divisor(tuple(windows), kinds, acc)
     np.divide(total, divisor_nd, out=total)
     fill_positions(total, zero_axes, empty_value)
     return total.astype(x.dtype, copy=False)
@@ -102,7 +100,7 @@ def lp_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, p: float) -> np.nda
     acc = _accumulator_dtype(x.dtype, "lp_pool")
     p = _check_p(p)
     powered = _abs_power(x, p, acc, work_array(SLOT_WIDENED, x.shape, acc))
-    total = separable_reduce(powered, axis_plans(windows), sum_pass, fresh_result=acc == x.dtype)
+    total = separable_reduce(powered, windows, np.add, 0, fresh_result=acc == x.dtype)
     return _root(total, p).astype(x.dtype, copy=False)
 
 
