@@ -208,6 +208,17 @@ def test_conv_matches_the_oracle(case: Case):
         np.testing.assert_array_equal(original, now)          # inputs are never modified
 
 
+DEPTHWISE_CASES = [c for c in CASES if c.channels_per_group == 1 and c.filters_per_group == 1 and c.groups > 1]
+
+
+@pytest.mark.parametrize("largest_channels_last_image", [0, 10**9], ids=["channels-first", "channels-last"])
+@pytest.mark.parametrize("case", DEPTHWISE_CASES, ids=str)
+def test_both_depthwise_layouts_match_the_oracle(case: Case, largest_channels_last_image, monkeypatch):
+    # The image size picks the layout (convolution._CHANNELS_LAST_MAX_IMAGE); every grid case runs both.
+    monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", largest_channels_last_image)
+    test_conv_matches_the_oracle(case)
+
+
 def test_grid_covers_every_strategy_and_dtype():
     strategies = {"depthwise" if c.channels_per_group == 1 and c.filters_per_group == 1 and c.groups > 1
                   else "pointwise" if all(k == 1 and s == 1 for k, s in zip(c.kernel, c.strides))
