@@ -193,7 +193,7 @@ class AxisPass:
 
 
 def _use_dense(window: AxisWindow, after: int, itemsize: int, nbytes: int, ufunc: np.ufunc) -> bool:
-    """Whether a pass should reduce densely first (see reduce_axis); measured on this machine:
+    """Whether a pass should reduce densely first (see the module docstring); measured on this machine:
 
     - stride > 1 on the innermost axis, or on an outer axis whose rows (the `after` elements behind it) are
       short: numpy is slow on arrays with strided rows, ~5x a contiguous call per element on the innermost

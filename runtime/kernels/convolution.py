@@ -70,7 +70,7 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, window
     # Each strategy returns the sums in the accumulation dtype, either in a fresh array or in a view of a
     # work array (which _finished copies, adding the bias and rounding to x's dtype in the same pass).
     if channels_per_group == 1 and outputs_per_group == 1 and groups > 1:
-        if math.prod(window.length for window in windows) <= _CHANNELS_LAST_MAX_IMAGE:
+        if math.prod(window.output for window in windows) <= _CHANNELS_LAST_MAX_IMAGE:
             y, fresh = _depthwise_channels_last(x, w, windows, acc)
         else:
             y, fresh = _depthwise(x, w, windows, acc)
@@ -152,50 +152,58 @@ def _depthwise(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], acc:
     return phases.cropped(wide), False
 
 
-# Depthwise convolutions of images up to this many positions run channels-last. Measured per layer of
-# MobileNetV3 (1 thread, ms, channels-first -> channels-last): 960x7x7 k5 1.20 -> 0.40, 672x14x14 k3
-# 0.82 -> 0.46, 120x28x28 k5 1.30 -> 0.72, 240x28x28 k3 0.95 -> 0.61; but 72x56x56 k3 0.56 -> 0.73,
-# 72x56x56 k5 s2 0.90 -> 0.96, 16x112x112 k3 0.45 -> 1.03 (short channel rows, long images).
+# Depthwise convolutions with at most this many output positions per channel run channels-last. Measured
+# on MobileNetV3's layers (1 thread, ms, channels-first -> channels-last): 960x7x7 k5 1.18 -> 0.44,
+# 672x14x14 k5 s2 0.86 -> 0.42, 120x28x28 k5 1.89 -> 0.83, 240x28x28 k3 s2 0.42 -> 0.28, 72x56x56 k5 s2
+# 0.93 -> 0.80; but 72x56x56 k3 0.53 -> 0.94, 64x112x112 k3 s2 0.84 -> 1.59, 16x112x112 k3 0.45 -> 1.00
+# (channels-first inner loops are long enough there, and channels-last pays the transposing copies).
 _CHANNELS_LAST_MAX_IMAGE = 32 * 32
 
 
 def _depthwise_channels_last(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow],
                              acc: np.dtype) -> tuple[np.ndarray, bool]:
     """Depthwise on small images with the channels innermost: each tap is one multiply of an [N, *out, C]
-    view by the tap's contiguous weight row and one add. Channels-first multiplies each image row by its
-    channel's own scalar, which numpy runs 1.5-3x slower than a contiguous multiply, in inner loops one
-    image long (49 elements at 7x7). Same products, added in the same tap order as _depthwise: the same
-    bits. Returns the sums as an [N, C, *out] view of a work array (transposed by _finished's copy)."""
+    view by the tap's weight row and one add. Channels-first multiplies each image row by its channel's own
+    scalar, which numpy runs 1.5-3x slower than a contiguous multiply, in inner loops one image row long
+    (7 elements at 7x7). Same products, added in the same tap order as _depthwise: the same bits.
+
+    The last image axis is split by stride phase (phase r holds padded positions r, r + s, ...), so that a
+    tap reads one contiguous run of out[-1] * C values; the weight row is repeated along it (120x28x28 k5:
+    1.19 -> 0.72 ms), and numpy's inner loops get that long. Other axes are plain strided views. Returns
+    the sums as an [N, C, *out] view of a work array (transposed by _finished's copy)."""
     n, c = x.shape[:2]
+    last = windows[-1]
+    s = last.stride
     # Padded position o * s + j * d is read by output o's tap j; input i sits at i + pad_begin.
     extents = tuple((window.output - 1) * window.stride + (window.kernel - 1) * window.dilation + 1
                     for window in windows)
-    padded = work_array(SLOT_CONV_PHASES, (n,) + extents + (c,), acc)
+    per_phase = -(-extents[-1] // s)
+    padded = work_array(SLOT_CONV_PHASES, (n,) + extents[:-1] + (s, per_phase, c), acc)
     padded.fill(0)
-    kept = tuple(max(0, min(window.length, extent - window.pad_begin)) for window, extent in zip(windows, extents))
+    kept = tuple(max(0, min(window.length, extent - window.pad_begin))
+                 for window, extent in zip(windows[:-1], extents[:-1]))
     if all(kept):
         inside = tuple(slice(window.pad_begin, window.pad_begin + size) for window, size in zip(windows, kept))
-        source = np.moveaxis(x[(slice(None), slice(None)) + tuple(slice(0, size) for size in kept)], 1, -1)
-        np.copyto(padded[(slice(None),) + inside], source, casting="unsafe")
-    weights = np.ascontiguousarray(w.astype(acc, copy=False).reshape(c, -1).T)      # [taps, C]
-    out = tuple(window.output for window in windows)
-    last = windows[-1]
-    if last.stride == 1:
-        # The last image axis and the channels merge into one contiguous run of out[-1] * C per tap, and the
-        # weight row repeats along it (120x28x28 k5: 1.19 -> 0.72 ms): numpy's inner loops get that long.
-        weights = np.tile(weights, (1, last.output))
-        padded = padded.reshape(padded.shape[:-2] + (-1,))
-        out = out[:-1] + (last.output * c,)
-    else:
-        out = out + (c,)
-    total = work_array(SLOT_CONV_WIDE, (n,) + out, acc)
+        rows = x[(slice(None), slice(None)) + tuple(slice(0, size) for size in kept)]
+        for r in sorted({j * last.dilation % s for j in range(last.kernel)}):
+            # phase index q holds input q * s + r - pad_begin: keep 0 <= it < length and q < per_phase
+            lo = max(0, -((r - last.pad_begin) // s))
+            hi = min(per_phase, (last.length - 1 + last.pad_begin - r) // s + 1)
+            if lo < hi:
+                start = lo * s + r - last.pad_begin
+                source = rows[..., start: start + (hi - lo - 1) * s + 1: s]
+                np.copyto(padded[(slice(None),) + inside + (r, slice(lo, hi))], np.moveaxis(source, 1, -1),
+                          casting="unsafe")
+    runs = padded.reshape(padded.shape[:-2] + (-1,))        # [N, *extents[:-1], s, per_phase * C]
+    weights = np.tile(np.ascontiguousarray(w.astype(acc, copy=False).reshape(c, -1).T), (1, last.output))
+    total = work_array(SLOT_CONV_WIDE, (n,) + tuple(window.output for window in windows[:-1])
+                       + (last.output * c,), acc)
     product = work_array(SLOT_CONV_PRODUCT, total.shape, acc)
     for tap, taps in enumerate(itertools.product(*(range(window.kernel) for window in windows))):
-        box = [slice(j * window.dilation, j * window.dilation + (window.output - 1) * window.stride + 1, window.stride)
-               for j, window in zip(taps, windows)]
-        if last.stride == 1:
-            box[-1] = slice(box[-1].start * c, box[-1].stop * c)
-        view = padded[(slice(None),) + tuple(box)]
+        box = tuple(slice(j * window.dilation, j * window.dilation + (window.output - 1) * window.stride + 1,
+                          window.stride) for j, window in zip(taps[:-1], windows[:-1]))
+        phase, shift = divmod(taps[-1] * last.dilation, s)[::-1]
+        view = runs[(slice(None),) + box + (phase, slice(shift * c, (shift + last.output) * c))]
         if tap == 0:
             np.multiply(view, weights[0], out=total)
         else:
