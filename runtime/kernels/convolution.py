@@ -158,6 +158,7 @@ def _depthwise(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], acc:
 # 0.93 -> 0.80; but 72x56x56 k3 0.53 -> 0.94, 64x112x112 k3 s2 0.84 -> 1.59, 16x112x112 k3 0.45 -> 1.00
 # (channels-first inner loops are long enough there, and channels-last pays the transposing copies).
 _CHANNELS_LAST_MAX_IMAGE = 32 * 32
+_TILED_WEIGHTS_MAX_BYTES = 4 << 20
 
 
 def _depthwise_channels_last(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow],
@@ -194,16 +195,24 @@ def _depthwise_channels_last(x: np.ndarray, w: np.ndarray, windows: Sequence[Axi
                 source = rows[..., start: start + (hi - lo - 1) * s + 1: s]
                 np.copyto(padded[(slice(None),) + inside + (r, slice(lo, hi))], np.moveaxis(source, 1, -1),
                           casting="unsafe")
-    runs = padded.reshape(padded.shape[:-2] + (-1,))        # [N, *extents[:-1], s, per_phase * C]
-    weights = np.tile(np.ascontiguousarray(w.astype(acc, copy=False).reshape(c, -1).T), (1, last.output))
-    total = work_array(SLOT_CONV_WIDE, (n,) + tuple(window.output for window in windows[:-1])
-                       + (last.output * c,), acc)
+    weights = np.ascontiguousarray(w.astype(acc, copy=False).reshape(c, -1).T)      # [taps, C]
+    out = tuple(window.output for window in windows)
+    # Repeating the weights along the last axis costs taps * out[-1] * C values: bounded, or kept unmerged.
+    merged = weights.nbytes * last.output <= _TILED_WEIGHTS_MAX_BYTES
+    if merged:
+        weights = np.tile(weights, (1, last.output))
+        padded = padded.reshape(padded.shape[:-2] + (-1,))     # [N, *extents[:-1], s, per_phase * C]
+        out = out[:-1] + (last.output * c,)
+    else:
+        out = out + (c,)
+    total = work_array(SLOT_CONV_WIDE, (n,) + out, acc)
     product = work_array(SLOT_CONV_PRODUCT, total.shape, acc)
     for tap, taps in enumerate(itertools.product(*(range(window.kernel) for window in windows))):
         box = tuple(slice(j * window.dilation, j * window.dilation + (window.output - 1) * window.stride + 1,
                           window.stride) for j, window in zip(taps[:-1], windows[:-1]))
-        phase, shift = divmod(taps[-1] * last.dilation, s)[::-1]
-        view = runs[(slice(None),) + box + (phase, slice(shift * c, (shift + last.output) * c))]
+        shift, phase = divmod(taps[-1] * last.dilation, s)
+        run = slice(shift * c, (shift + last.output) * c) if merged else slice(shift, shift + last.output)
+        view = padded[(slice(None),) + box + (phase, run)]
         if tap == 0:
             np.multiply(view, weights[0], out=total)
         else:

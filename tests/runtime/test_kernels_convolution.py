@@ -211,11 +211,16 @@ def test_conv_matches_the_oracle(case: Case):
 DEPTHWISE_CASES = [c for c in CASES if c.channels_per_group == 1 and c.filters_per_group == 1 and c.groups > 1]
 
 
-@pytest.mark.parametrize("largest_channels_last_image", [0, 10**9], ids=["channels-first", "channels-last"])
+@pytest.mark.parametrize("largest_channels_last_image, largest_tiled_weights",
+                         [(0, 0), (10**9, 10**9), (10**9, 0)],
+                         ids=["channels-first", "channels-last", "channels-last-unmerged"])
 @pytest.mark.parametrize("case", DEPTHWISE_CASES, ids=str)
-def test_both_depthwise_layouts_match_the_oracle(case: Case, largest_channels_last_image, monkeypatch):
-    # The image size picks the layout (convolution._CHANNELS_LAST_MAX_IMAGE); every grid case runs both.
+def test_every_depthwise_layout_matches_the_oracle(case: Case, largest_channels_last_image, largest_tiled_weights,
+                                                   monkeypatch):
+    # The output size picks the layout (convolution._CHANNELS_LAST_MAX_IMAGE), and the size of the repeated
+    # weights whether channels-last merges the last axis with the channels: every grid case runs all three.
     monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", largest_channels_last_image)
+    monkeypatch.setattr(convolution, "_TILED_WEIGHTS_MAX_BYTES", largest_tiled_weights)
     test_conv_matches_the_oracle(case)
 
 
