@@ -90,8 +90,18 @@ def openvino_v10_output_names(model) -> list[tuple[str, str]]:
     IR v10 has no tensor names, so OpenVINO 2026.4 names an output after the layer that produces it, with
     ".<output index>" when that layer has several outputs (a MaxPool "pool" with indices: "pool.0",
     "pool.1"); poolir names it after its Result layer (runtime/ir_executor.py). It also returns an i64
-    output of a v10 IR as i32.
+    output of a v10 IR as i32 (openvino_v10_i64_outputs).
     """
+    return [(ours, theirs) for ours, theirs, _ in _v10_outputs(model)]
+
+
+def openvino_v10_i64_outputs(model) -> set[str]:
+    """poolir's names of the outputs of an IR v10 `ir.Model` that it declares i64: OpenVINO 2026.4 returns
+    them as i32."""
+    return {ours for ours, _, element_type in _v10_outputs(model) if element_type == "i64"}
+
+
+def _v10_outputs(model) -> list[tuple[str, str, str | None]]:
     layers = {layer.id: layer for layer in model.layers}
     producers = {(edge.to_layer, edge.to_port): (edge.from_layer, edge.from_port) for edge in model.edges}
     names = []
@@ -103,7 +113,8 @@ def openvino_v10_output_names(model) -> list[tuple[str, str]]:
         index = [port.id for port in producer.outputs].index(source[1])
         port = producer.outputs[index]
         ours = port.names[0] if port.names else result.name
-        names.append((ours, producer.name if len(producer.outputs) == 1 else f"{producer.name}.{index}"))
+        names.append((ours, producer.name if len(producer.outputs) == 1 else f"{producer.name}.{index}",
+                      port.element_type))
     return names
 
 

@@ -189,19 +189,31 @@ def ir_paths(model, xml_path: Path, feeds: Mapping[str, np.ndarray], peers: Sequ
     if "openvino" in peers:
         outcome = _openvino_path("openvino(ir)", lambda: engines.openvino_read(xml_path), feeds, output_names, step)
         if model.version == 10 and outcome.outputs is not None:
-            _by_position(outcome, engines.openvino_v10_output_names(model))
+            _as_v10_declares(outcome, engines.openvino_v10_output_names(model),
+                             engines.openvino_v10_i64_outputs(model))
         outcomes.append(outcome)
     return outcomes
 
 
-def _by_position(outcome: PathOutcome, names: list[tuple[str, str]]) -> None:
-    """OpenVINO's outputs of an IR v10 model under poolir's names: v10 has no tensor names, so OpenVINO
-    names each output after its layer (peers.openvino_v10_output_names); pair them by position instead."""
+def _as_v10_declares(outcome: PathOutcome, names: list[tuple[str, str]], i64_outputs: set[str]) -> None:
+    """OpenVINO's outputs of an IR v10 model under poolir's names and declared types, said in the path's note.
+
+    v10 has no tensor names, so OpenVINO names each output after its layer (peers.openvino_v10_output_names):
+    they are paired by position. And it returns an i64 output of a v10 IR as i32 (what `convert --ir-version
+    10` warns of): every i32 is an i64, so the values are compared as the i64 the file declares."""
     pairs = [(ours, theirs) for ours, theirs in names if theirs in outcome.outputs and ours != theirs]
-    if not pairs:
-        return
-    theirs_to_ours = {theirs: ours for ours, theirs in pairs}
-    outcome.outputs = {theirs_to_ours.get(name, name): array for name, array in outcome.outputs.items()}
-    outcome.note = ("IR v10 has no tensor names and OpenVINO names its outputs after their layers; compared "
-                    "by position: " + ", ".join(f"{ours} = {theirs}" for ours, theirs in pairs))
+    notes = []
+    if pairs:
+        theirs_to_ours = {theirs: ours for ours, theirs in pairs}
+        outcome.outputs = {theirs_to_ours.get(name, name): array for name, array in outcome.outputs.items()}
+        notes.append("IR v10 has no tensor names and OpenVINO names its outputs after their layers; compared "
+                     "by position: " + ", ".join(f"{ours} = {theirs}" for ours, theirs in pairs))
+    narrowed = sorted(name for name, array in outcome.outputs.items()
+                      if name in i64_outputs and np.asarray(array).dtype == np.int32)
+    if narrowed:
+        outcome.outputs = {name: np.asarray(array).astype(np.int64) if name in narrowed else array
+                           for name, array in outcome.outputs.items()}
+        notes.append("OpenVINO returns IR v10's i64 outputs as i32; compared as i64: " + ", ".join(narrowed))
+    if notes:
+        outcome.note = "; ".join(notes)
 
