@@ -47,6 +47,13 @@ def lanes_dtype(step: int, itemsize: int) -> np.dtype | None:
     return np.dtype(f"<u{size}")
 
 
+def _as_rows(array: np.ndarray) -> np.ndarray:
+    """array with its last (contiguous) axis as one opaque element: numpy copies strided rows of 448 bytes
+    this way in 43 us against 54 us element by element (W1's row pick, 3519 rows of 112 float32)."""
+    size = array.shape[-1] * array.itemsize
+    return array.view(np.dtype((np.void, size))) if size else array
+
+
 def narrow_copy(out: np.ndarray, lanes: np.ndarray) -> None:
     """Copy the low lanes of `lanes` (a lanes_dtype view) into `out` (contiguous last axis)."""
     np.copyto(out.view(f"<u{out.itemsize}"), lanes, casting="unsafe")
@@ -156,14 +163,14 @@ class AxisPass:
             narrow_copy(out.reshape(-1)[self.target], lanes)
         elif mode == _DENSE_ALIGNED:
             dense = _dense_reduce(ufunc, x.reshape(self.shape2), self.kernel, self.dilation)
-            np.copyto(out.reshape(self.out2)[self.target], dense[self.sources])
+            np.copyto(_as_rows(out.reshape(self.out2)[self.target]), _as_rows(dense[self.sources]))
         elif mode == _DENSE_PICKS:
             dense = _dense_reduce(ufunc, x.reshape(self.shape2), self.kernel, self.dilation)
             first, shape, steps = self.picks
             item = dense.itemsize
             picks = np.lib.stride_tricks.as_strided(dense[first:], shape=shape,
                                                     strides=tuple(step * item for step in steps), writeable=False)
-            np.copyto(out.reshape(self.out3)[self.target], picks)
+            np.copyto(_as_rows(out.reshape(self.out3)[self.target]), _as_rows(picks))
         elif mode == _LONG:
             x2 = x.reshape(self.shape2)
             _fold(ufunc, [x2[s] for s in self.sources], out.reshape(self.out2)[self.target])
