@@ -33,7 +33,7 @@ from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.ops.activation import prelu_slope_on_channels
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, axis_index, builder
 from poolir.runtime.kernels.activation import (hard_sigmoid, hard_swish, hsigmoid_openvino, leaky_relu,
-                                               relu, sigmoid, softmax, swish, tanh)
+                                               relu_openvino, sigmoid, softmax, swish, tanh)
 from poolir.runtime.kernels.precision import is_float
 
 
@@ -56,7 +56,7 @@ def _scalar(array: np.ndarray, what: str) -> float:
 
 @builder("ReLU")
 def _relu(info: LayerInfo) -> LayerFn:
-    return lambda args: (_nan_to(relu(args[0]), args[0], 0),)
+    return lambda args: (relu_openvino(args[0]),)
 
 
 @builder("Clamp")

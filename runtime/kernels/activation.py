@@ -25,14 +25,32 @@ def _back(result: np.ndarray, like: np.ndarray) -> np.ndarray:
 
 
 def relu(x: np.ndarray) -> np.ndarray:
-    """max(x, 0); NaN stays NaN."""
-    return _back(np.maximum(x, np.zeros((), x.dtype)), x)
+    """max(x, 0); NaN stays NaN, and -0 stays -0 (as onnxruntime's Relu keeps it).
+
+    Floats go through np.clip with both bounds: numpy 2.4 runs maximum against a scalar without SIMD, 2.6x
+    slower (16x112x112 float32: 88 us, clip 34 us), and ReLU follows nearly every convolution."""
+    if is_float(x.dtype):
+        return _back(np.clip(x, np.zeros((), x.dtype), np.asarray(np.inf, dtype=x.dtype)), x)
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+def relu_openvino(x: np.ndarray) -> np.ndarray:
+    """OpenVINO's CPU ReLU: max(x, 0) with NaN -> 0 and -0 -> +0 (measured: its output for NaN is 0 and no
+    output carries a sign bit)."""
+    result = relu(x)
+    if is_float(x.dtype) and result.size:
+        result += np.zeros((), result.dtype)        # -0 + +0 = +0; every other value is unchanged
+        if np.isnan(result.max()):                  # one fast reduction; the mask only when a NaN is there
+            result[np.isnan(result)] = 0
+    return result
 
 
 def clip(x: np.ndarray, low, high) -> np.ndarray:
     """min(max(x, low), high): with low > high every element becomes high (ONNX Clip-13's text: "When 'min'
     is greater than 'max', the clip operator sets all the 'input' values to the value of 'max'"; onnxruntime
     agrees). None: no bound. NaN stays NaN."""
+    if low is not None and high is not None:     # one np.clip: see relu
+        return _back(np.clip(x, np.asarray(low, dtype=x.dtype), np.asarray(high, dtype=x.dtype)), x)
     result = x
     if low is not None:
         result = np.maximum(result, np.asarray(low, dtype=x.dtype))
@@ -63,8 +81,7 @@ def _hard_sigmoid(w: np.ndarray, alpha: float, beta: float) -> np.ndarray:
     (MobileNetV3's HardSwish layers: 5 fresh arrays each)."""
     result = np.multiply(w, np.asarray(alpha, dtype=w.dtype))
     result += np.asarray(beta, dtype=w.dtype)
-    np.maximum(result, 0, out=result)
-    return np.minimum(result, 1, out=result)
+    return np.clip(result, np.zeros((), w.dtype), np.ones((), w.dtype), out=result)
 
 
 def hard_swish(x: np.ndarray) -> np.ndarray:
@@ -90,8 +107,7 @@ def hsigmoid_openvino(x: np.ndarray) -> np.ndarray:
     w = _work(x)
     sixth = _SIXTH_BELOW if w.dtype == np.float32 else np.asarray(1 / 6, dtype=w.dtype)
     result = np.add(w, np.asarray(3, dtype=w.dtype))
-    np.maximum(result, 0, out=result)
-    np.minimum(result, 6, out=result)
+    np.clip(result, np.zeros((), w.dtype), np.asarray(6, dtype=w.dtype), out=result)
     return _back(np.multiply(result, sixth, out=result), x)
 
 
