@@ -25,7 +25,7 @@ import numpy as np
 
 from poolir.ir.geometry import AxisWindow
 from poolir.runtime.kernels.window_plan import axis_plan
-from poolir.runtime.kernels.work_arrays import SLOT_DENSE, SLOT_DOUBLING, SLOT_PAIR, work_array
+from poolir.runtime.kernels.work_arrays import SLOT_DENSE, SLOT_DOUBLING, SLOT_PAIR, SLOT_PHASES, work_array
 
 # The innermost axis with stride > 1 is reduced densely and then subsampled when its input is at most
 # this large (cache-resident: 0.13 ms instead of 0.26 ms on 1.6 MB); larger inputs are bandwidth-bound
@@ -59,14 +59,14 @@ def narrow_copy(out: np.ndarray, lanes: np.ndarray) -> None:
     np.copyto(out.view(f"<u{out.itemsize}"), lanes, casting="unsafe")
 
 
-_DENSE_ALIGNED, _DENSE_LANES, _DENSE_PICKS, _LONG, _LONG_PAIR, _BLOCKS, _EDGES_ONLY = range(7)
+_PHASES, _DENSE_ALIGNED, _DENSE_LANES, _DENSE_PICKS, _LONG, _LONG_PAIR, _BLOCKS, _EDGES_ONLY = range(8)
 
 
 class AxisPass:
     """The views of one pass (see the module docstring) as slices, for one input shape; `run` only applies them."""
 
     __slots__ = ("ufunc", "out_shape", "shape2", "shape3", "out2", "out3", "mode", "kernel", "dilation",
-                 "sources", "target", "picks", "lanes", "pair", "pair_edges", "edges")
+                 "sources", "target", "picks", "lanes", "pair", "pair_edges", "phases", "edges")
 
     def __init__(self, shape: tuple[int, ...], axis: int, window: AxisWindow, ufunc: np.ufunc, dtype: np.dtype):
         plan = axis_plan(window)
@@ -77,6 +77,7 @@ class AxisPass:
         self.shape2, self.shape3 = (before * length, after), (before, length, after)
         self.out2, self.out3 = (before * n_out, after), (before, n_out, after)
         self.sources, self.target, self.picks, self.lanes, self.pair, self.pair_edges = (), (), None, None, None, ()
+        self.phases = None
         lo, hi = plan.interior
         has_interior = lo < hi
         aligned = n_out * stride == length and before > 1
@@ -87,7 +88,9 @@ class AxisPass:
             # outputs: every stride-th row of each block.
             first = lo * stride - window.pad_begin          # input row of the first interior window
             wide = lanes_dtype(stride, dtype.itemsize)
-            if after == 1 and wide is not None and (aligned or before == 1):
+            if aligned and window.kernel >= 3 and (after > 1 or wide is not None):
+                self._split_phases(window, before * n_out, wide if after == 1 else None)
+            elif after == 1 and wide is not None and (aligned or before == 1):
                 # The kept outputs are every stride-th element of the flat dense reduction: reduce from input
                 # `shift` on, so that they are the low lanes of `wide` integers, and narrow them in one
                 # contiguous cast (W1's last pass: 63 -> 29 us for the copy). `stride` spare rows at the end
@@ -132,6 +135,24 @@ class AxisPass:
             self.edges = tuple(((slice(None), position), tuple((slice(None), row) for row in real_rows))
                                for position, real_rows in plan.edges)
 
+    def _split_phases(self, window: AxisWindow, count: int, wide: np.dtype | None) -> None:
+        """Aligned stride s > 1, kernel >= 3: copy out the input's stride phases (phase r: rows r, r + s, ...;
+        each one contiguous), then fold the taps over them. Tap j of flat output q reads row q * s + c_j
+        (c_j = j * d - pad_begin), which is row q + c_j // s of phase c_j % s: every tap is one long contiguous
+        call over count = before * output rows, and nothing is computed that is not kept. The phases are row
+        copies, or, on the innermost axis, low-lane narrowings (axis_pass.lanes_dtype). Against reducing
+        densely and picking rows (W1: 3x3 stride 2): half the reductions, for one more copy of half the rows
+        (measured pass by pass in benchmarks/README.md). Edge outputs are redone as in every mode."""
+        self.mode = _PHASES
+        s = window.stride
+        offsets = [j * window.dilation - window.pad_begin for j in range(window.kernel)]
+        used = sorted({c % s for c in offsets})
+        taps = tuple((used.index(c % s), c // s) for c in offsets)
+        q_lo = max(0, max(-shift for _, shift in taps))
+        q_hi = min(count, count - max(shift for _, shift in taps))
+        self.phases = (tuple(used), taps, (q_lo, q_hi), wide, count)
+        self.target = slice(q_lo, q_hi)
+
     def _pair_first(self, offsets: list[int], rows: int, window: AxisWindow) -> None:
         """Stride 1, edges of at most two real taps: fold the first two taps over every row first (P), then the
         others onto P. An edge's real taps J, J+1 at output o are taps 0, 1 of output o + J * d, so its value
@@ -155,7 +176,23 @@ class AxisPass:
 
     def run(self, x: np.ndarray, out: np.ndarray, empty_fill) -> None:
         ufunc, mode = self.ufunc, self.mode
-        if mode == _DENSE_LANES:
+        if mode == _PHASES:
+            used, taps, (q_lo, q_hi), wide, count = self.phases
+            after = self.shape2[1]
+            phases = work_array(SLOT_PHASES, (len(used), count, after), x.dtype)
+            x2 = x.reshape(self.shape2)
+            step = len(x2) // count
+            for number, r in enumerate(used):
+                if wide is None:
+                    np.copyto(_as_rows(phases[number]), _as_rows(x2[r::step]))
+                    continue
+                flat, target = x.reshape(-1), phases[number].reshape(-1)
+                lanes = count if r == 0 else count - 1      # phase r > 0: its last row lies past a whole lane
+                narrow_copy(target[:lanes], flat[r: r + lanes * step].view(wide))
+                target[lanes:] = flat[len(flat) - step + r:][:count - lanes]
+            _fold(ufunc, [phases[number][q_lo + shift: q_hi + shift] for number, shift in taps],
+                  out.reshape(self.out2)[self.target])
+        elif mode == _DENSE_LANES:
             shift, wide, picks = self.lanes
             step = wide.itemsize // x.itemsize
             flat = _dense_reduce(ufunc, x.reshape(-1, 1)[shift:], self.kernel, self.dilation, spare=step).reshape(-1)
