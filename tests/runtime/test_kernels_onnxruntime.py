@@ -159,6 +159,12 @@ LP_CASES = _random_cases("LpPool", 50, 3, [np.float32, np.float64, np.float16, m
 LONG_CASES = (_random_cases("MaxPool", 20, 4, [np.float32, np.int8], long_kernels=True)
               + _random_cases("AveragePool", 20, 5, [np.float32, np.float64], long_kernels=True)
               + _random_cases("LpPool", 10, 6, [np.float32], long_kernels=True))
+# Stride 2 with output * stride == length (the phase-split pass, axis_pass._split_phases): pads 1 read phases 1
+# and 0 (the last row of phase 1 lies past a whole integer lane), ceil without pads phase 0 only.
+PHASE_CASES = [Case(op, dtype, (12, 12), (3, 3), (2, 2), (1, 1), pads, pads, ceil_mode=ceil, count_include_pad=0)
+               for op, dtypes in (("MaxPool", (np.float32, np.float16, np.int8, np.float64)),
+                                  ("AveragePool", (np.float32, np.float16)), ("LpPool", (np.float32,)))
+               for dtype in dtypes for pads, ceil in (((1, 1), 0), ((0, 0), 1))]
 TAP_GRID_CASES = (_random_cases("MaxPool", 30, 7, [np.float32, np.float64, np.float16, np.int8], tap_grid=True)
                   + _random_cases("AveragePool", 20, 8, [np.float32, np.float16], tap_grid=True)
                   + _random_cases("LpPool", 10, 9, [np.float32], tap_grid=True))
@@ -186,7 +192,7 @@ def _tolerance(dtype) -> dict:
     return dict(rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("case", MAX_CASES + [c for c in LONG_CASES + TAP_GRID_CASES if c.op == "MaxPool"],
+@pytest.mark.parametrize("case", MAX_CASES + [c for c in LONG_CASES + TAP_GRID_CASES + PHASE_CASES if c.op == "MaxPool"],
                          ids=str)
 def test_max_pool_matches_onnxruntime(case):
     x = _input(case)
@@ -201,7 +207,7 @@ def test_max_pool_matches_onnxruntime(case):
     np.testing.assert_array_equal(y, expected["y"])
 
 
-@pytest.mark.parametrize("case", AVG_CASES + [c for c in LONG_CASES + TAP_GRID_CASES if c.op == "AveragePool"],
+@pytest.mark.parametrize("case", AVG_CASES + [c for c in LONG_CASES + TAP_GRID_CASES + PHASE_CASES if c.op == "AveragePool"],
                          ids=str)
 def test_avg_pool_matches_onnxruntime(case):
     x = _input(case)
@@ -212,7 +218,7 @@ def test_avg_pool_matches_onnxruntime(case):
     np.testing.assert_allclose(y.astype(np.float64), expected.astype(np.float64), **tolerance)
 
 
-@pytest.mark.parametrize("case", LP_CASES + [c for c in LONG_CASES + TAP_GRID_CASES if c.op == "LpPool"],
+@pytest.mark.parametrize("case", LP_CASES + [c for c in LONG_CASES + TAP_GRID_CASES + PHASE_CASES if c.op == "LpPool"],
                          ids=str)
 def test_lp_pool_matches_onnxruntime(case):
     x = _input(case)
