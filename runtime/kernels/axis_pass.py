@@ -8,8 +8,13 @@ found by clipping (runtime.kernels.window_plan). View the input as (before, leng
   input row q * stride + tap offset), so the interior of *all* blocks is one long call per tap over the
   (before * length, after) view; outputs that straddle two blocks are edge outputs, recomputed afterwards.
   Long calls are what makes numpy fast (shared/PERFORMANCE.md).
-* Strided passes over short rows, and long stride-1 kernels, reduce densely first (`_use_dense`).
-* The few edge outputs are computed one position at a time from their real taps only.
+* Strided passes over short rows, and long stride-1 kernels, reduce densely first (`_use_dense`): aligned
+  strided passes with three or more taps copy out the input's stride phases and fold over them
+  (`_split_phases`); the others reduce at every row and pick the kept rows (as low integer lanes on the
+  innermost axis: `lanes_dtype`).
+* Stride-1 passes whose edges have at most two real taps fold the first two taps first, so that the edge
+  outputs are copies of that partial fold (`_pair_first`).
+* The other edge outputs are computed one position at a time from their real taps only.
 
 Outputs without a real tap get the caller's `empty_fill`. For max that is the empty value: a later pass
 over another axis only combines outputs of the same position on this axis, so it stays exact.
