@@ -14,7 +14,7 @@ import pytest
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError
 from poolir.ir.model import Dim, Edge, Layer, Model, Port
 from poolir.runtime.ir_executor import IRProgram
-from tests.runtime.ir_cases import OV_TYPES, assert_matches_openvino, save_ir
+from tests.runtime.ir_cases import OV_TYPES, assert_matches_openvino, read_ir, save_ir
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal((2, 3, 4)).astype(np.float32)
@@ -166,6 +166,26 @@ def test_integer_divide_without_python_division_truncates(tmp_path, constant_num
     path, feeds = _integer_division_ir(tmp_path, python_division=False, constant_numerator=constant_numerator)
     (result,) = assert_matches_openvino(path, feeds, context="pythondiv=false").values()
     assert result.tolist() == TRUNCATED
+
+
+def test_compressed_weights_are_widened_once_and_still_observed(tmp_path):
+    # What ov.save_model writes by default: f16 weights behind a Convert. poolir folds the Convert when it
+    # plans (as OpenVINO folds it when it compiles): same values as OpenVINO's, no Convert step left, and
+    # the folded tensor is still handed to `observe` (poolir verify locates divergences through it).
+    param = ov1.parameter([1, 3, 6, 6], ov.Type.f32, name="x")
+    weights = ov1.convert(ov1.constant(RNG.standard_normal((4, 3, 3, 3)).astype(np.float16)), "f32")
+    weights.output(0).get_tensor().set_names({"weights32"})
+    conv = ov1.convolution(param, weights, [1, 1], [1, 1], [1, 1], [1, 1])
+    path = save_ir([conv.output(0)], [param], tmp_path / "compressed.xml")
+    model = read_ir(path)
+    assert any(layer.type == "Convert" for layer in model.layers)
+    feeds = {"x": RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)}
+    assert_matches_openvino(path, feeds, context="f16 weights")
+    program = IRProgram(model)
+    assert not any(step.layer.type == "Convert" for step in program._steps)
+    seen = {}
+    program.execute(feeds, observe=lambda name, value: seen.setdefault(name, value.dtype))
+    assert seen.get("weights32") == np.float32
 
 
 def test_f16_and_f64_pooling_chain(tmp_path):
