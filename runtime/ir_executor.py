@@ -24,7 +24,7 @@ import numpy as np
 
 from poolir.ir.budget import bytes_in_use
 from poolir.ir.element_types import DTYPES, dtype_of
-from poolir.ir.errors import InvalidModelError, PoolirError, layer_label
+from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, layer_label
 from poolir.ir.infer import Inference, infer_model, infer_with_inputs
 from poolir.ir.model import Layer, Model
 from poolir.ir.schema import refuse_unknown_layers
@@ -137,11 +137,17 @@ class IRProgram:
             if not constant or not all(0 < sizes.get(slot, 0) <= 4 * inputs_bytes for slot in step.outputs):
                 kept.append(step)
                 continue
+            where = layer_label(step.layer.name, step.layer.id, step.layer.type)
             try:
                 results = step.run([self._constants[slot] for slot in step.inputs])
             except PoolirError as error:
-                raise error.located(file=self.file, where=layer_label(step.layer.name, step.layer.id,
-                                                                      step.layer.type)) from None
+                raise error.located(file=self.file, where=where) from None
+            except (ValueError, IndexError) as error:   # as a run reports them (execute)
+                raise InvalidModelError(f"cannot compute this layer of constants: {error}", file=self.file,
+                                        where=where) from None
+            except MemoryError as error:
+                raise UnsupportedError(f"not enough memory to compute this layer of constants ({error})",
+                                       file=self.file, where=where) from None
             for port, slot, value in zip(step.layer.outputs, step.outputs, results):
                 value = np.require(value, requirements="C")
                 value.flags.writeable = False
