@@ -26,7 +26,7 @@ from onnx import TensorProto
 
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_where, has_attribute
+from poolir.converter.ir_to_onnx.opsets import first_opset_accepting, first_opset_where, has_attribute
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.runtime.onnx_ops import first_opset
@@ -90,6 +90,10 @@ def _per_axis(context: Context, layer: Layer, source: str, values: str, lengths:
         since = max(since, first_opset("Where"))
     context.check_opset(since, f"{layer.type} with bins that are not a regular window needs Slice with inputs, "
                         f"from opset {since}")
+    if want_indices:  # the values (f32 or f64) compared with their bin's maximum
+        equal_since = first_opset_accepting("Equal", np.float32)
+        context.check_opset(equal_since, f"{layer.type} indices of bins that are not a regular window need Equal "
+                                         f"on floats, from opset {equal_since}")
     current = source
     if element_type in _LOW_PRECISION:
         current = context.node("Cast", [current], f"{layer.name}/f32", to=TensorProto.FLOAT)[0]
