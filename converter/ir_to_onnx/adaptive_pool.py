@@ -104,7 +104,9 @@ def _per_axis(context: Context, layer: Layer, source: str, values: str, lengths:
         grid = np.arange(math.prod(lengths), dtype=np.int64).reshape((1, 1, *lengths))
         positions = context.node("Expand", [context.initializer(grid, f"{layer.name}/positions"), shape],
                                  f"{layer.name}/positions_full")[0]
-        last = context.int64s(np.iinfo(np.int64).max, f"{layer.name}/not_a_maximum")
+        # One past the last position, not the largest int64: OpenVINO's CPU plugin computes int64 tensors in
+        # int32, so it reads this ONNX's int64.max as -2^31 and picks that as the "first" maximum.
+        last = context.int64s(math.prod(lengths), f"{layer.name}/not_a_maximum")
     for k in range(len(out)):
         length, size, axis = lengths[k], out[k], 2 + k
         base = f"{layer.name}/axis{axis}"

@@ -14,7 +14,7 @@ from poolir import ir, runtime
 from poolir.converter import ir_to_onnx
 from poolir.ir.errors import ConversionError
 from poolir.runtime.kernels.adaptive_pool import adaptive_bins
-from tests.peers import onnxruntime_run, openvino_run_xml
+from tests.peers import onnxruntime_run, openvino_run_onnx, openvino_run_xml
 from tests.runtime.ir_cases import OV_TYPES, run_poolir, save_ir
 
 
@@ -109,3 +109,20 @@ def test_indices_with_dynamic_dims_are_refused(tmp_path):
     path = _adaptive_ir(tmp_path / "adaptive.xml", [1, 2, -1, -1], [2, 3], np.float32, indices=True)
     with pytest.raises(ConversionError, match="AdaptiveMaxPool indices with dynamic spatial dims"):
         ir_to_onnx(ir.read_model(path))
+
+
+@pytest.mark.parametrize("shape,out", [((2, 3, 7, 10), [3, 4]), ((1, 2, 7), [3])])
+def test_indices_onnx_form_runs_on_openvino_too(shape, out, tmp_path):
+    """The ONNX form's "not a maximum" filler is one past the slab's last position, not int64.max: OpenVINO's
+    CPU plugin computes int64 in int32, read int64.max as -2^31 and returned it as the index (found running
+    poolir's ONNX of a PyTorch-frontend AdaptiveMaxPool2d((5, 7), return_indices=True) IR with OpenVINO)."""
+    path = _adaptive_ir(tmp_path / "adaptive.xml", list(shape), out, np.float32, indices=True)
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    expected = openvino_run_xml(path, {"x": x})
+    got = openvino_run_onnx(ir_to_onnx(ir.read_model(path)), {"x": x})
+    assert len(got) == len(expected)
+    for want, value in zip(expected.values(), got.values()):  # by position: the Results have no tensor names
+        if want.dtype.kind in "iu":
+            np.testing.assert_array_equal(value, want)
+        else:  # the average: summation order
+            np.testing.assert_allclose(value, want, rtol=0, atol=1e-6 * float(np.abs(want).max()))
