@@ -105,6 +105,8 @@ def split(node: OnnxNode) -> list[Value]:
     sizes = attrs.get("split")
     if given is not None:
         _index_input(given, "the split input")
+        if _known(node, given) is None:
+            return _split_computed(node, x, axis, given, parts)
         sizes = _ints(node, given, "the split input")
     num_outputs = attrs.get("num_outputs")
     if sizes is None and num_outputs is not None:
@@ -123,6 +125,16 @@ def split(node: OnnxNode) -> list[Value]:
     if len(sizes) != parts:
         raise InvalidModelError(f"split has {len(sizes)} sizes for {parts} outputs")
     return node.layer("VariadicSplit", [x, axis_value, _i64(node, sizes)], name=node.name)
+
+
+def _split_computed(node: OnnxNode, x: Value, axis: int, given: Value, parts: int) -> list[Value]:
+    """Split by lengths computed at run time (poolir's ONNX of a PyTorch-frontend ShuffleNetV2 IR derives them from
+    Shape): VariadicSplit takes them as an input too. Valid ONNX lengths are >= 0 and add up to the axis, and mean
+    the same there; OpenVINO reads a -1, which ONNX does not allow, as the rest."""
+    if given.shape != (parts,):
+        raise ConversionError(f"the split input computed at run time must hold one length per output ({parts}), "
+                              f"its shape is {list(given.shape)}")
+    return node.layer("VariadicSplit", [x, _i64(node, axis), given], name=node.name)
 
 
 def slice_(node: OnnxNode) -> list[Value]:
