@@ -149,3 +149,22 @@ def test_computed_gather_axis_is_read_but_not_run(tmp_path):
         run_poolir(path, {"x": np.zeros((2, 4, 3), np.float32), "n": np.array(1, np.int32)})
     with pytest.raises(PoolirError, match="not constant"):
         ir_to_onnx(model)
+
+
+@pytest.mark.parametrize("length", [7, 8, 9, 3])
+def test_onnx_split_num_outputs_on_a_dynamic_axis_runs_like_onnxruntime(length, tmp_path):
+    """Split-18 num_outputs=3 on an axis of unknown length (the dynamo exporter's ShuffleNetV2 chunk with dynamic
+    H and W): parts of ceil(L / 3), the last the rest (L = 7: 3, 3, 1), computed at run time into a
+    VariadicSplit (it used to be refused: "Split num_outputs on a dynamic axis 1 has no IR equivalent")."""
+    graph = helper.make_graph(
+        [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)], "split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "n", 2])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("a", "b", "c")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    ir.write_model(onnx_to_ir(model), tmp_path / "split.xml")
+    feeds = {"x": np.arange(4 * length, dtype=np.float32).reshape(2, length, 2)}
+    expected = onnxruntime_run(model, feeds)
+    assert [expected[name].shape[1] for name in "abc"] == [-(-length // 3)] * 2 + [length - 2 * -(-length // 3)]
+    for got in (openvino_run_xml(tmp_path / "split.xml", feeds), run_poolir(tmp_path / "split.xml", feeds)):
+        for name in "abc":
+            np.testing.assert_array_equal(got[name], expected[name])
