@@ -77,7 +77,8 @@ def test_onnx_split_by_computed_lengths_runs_like_onnxruntime(tmp_path):
     """An ONNX Split whose `split` input is computed (Shape of another input) becomes VariadicSplit on that
     input; OpenVINO and poolir run the IR as onnxruntime runs the ONNX."""
     graph = helper.make_graph(
-        [helper.make_node("Shape", ["y"], ["lengths"]), helper.make_node("Split", ["x", "lengths"], ["a", "b"], axis=1)],
+        [helper.make_node("Shape", ["y"], ["lengths"]),
+         helper.make_node("Split", ["x", "lengths"], ["a", "b"], axis=1)],
         "split", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "n"]),
                   helper.make_tensor_value_info("y", TensorProto.FLOAT, ["p", "q"])],
         [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("a", "b")])
