@@ -78,7 +78,8 @@ def openvino_run_xml(xml_path: str | os.PathLike, feeds: Mapping[str, np.ndarray
     """Read an IR file with OpenVINO and run it on the CPU; outputs keyed by tensor name.
 
     An output port may carry several tensor names; the one among `output_names` is used when present,
-    else the first in sorted order, else the output's index as a string.
+    else the first in sorted order, else the name of its Result layer (what poolir's runtime returns it under:
+    OpenVINO's PyTorch frontend leaves a network's outputs without tensor names).
     """
     core = openvino_core()
     return _openvino_infer(core.read_model(os.fspath(xml_path)), feeds, output_names)
@@ -210,9 +211,9 @@ def _openvino_infer(model, feeds: Mapping[str, np.ndarray], output_names: Iterab
     results = compiled.create_infer_request().infer(inputs)
     wanted = set(output_names)
     outputs = {}
-    for index, port in enumerate(compiled.outputs):
-        names = sorted(port.get_names())
-        chosen = next((n for n in names if n in wanted), names[0] if names else str(index))
+    for port in compiled.outputs:
+        names = sorted(port.get_names()) or [port.get_node().get_friendly_name()]
+        chosen = next((n for n in names if n in wanted), names[0])
         array = np.array(results[port])
         # ... and hands bfloat16 results back as float16-typed words: reinterpret, do not convert.
         outputs[chosen] = array.view(ml_dtypes.bfloat16) if port.get_element_type() == ov.Type.bf16 else array

@@ -26,7 +26,7 @@ from onnx import TensorProto
 
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_where, has_attribute
+from poolir.converter.ir_to_onnx.opsets import first_opset_accepting, first_opset_where, has_attribute
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.runtime.onnx_ops import first_opset
@@ -90,6 +90,10 @@ def _per_axis(context: Context, layer: Layer, source: str, values: str, lengths:
         since = max(since, first_opset("Where"))
     context.check_opset(since, f"{layer.type} with bins that are not a regular window needs Slice with inputs, "
                         f"from opset {since}")
+    if want_indices:  # the values (f32 or f64) compared with their bin's maximum
+        equal_since = first_opset_accepting("Equal", np.float32)
+        context.check_opset(equal_since, f"{layer.type} indices of bins that are not a regular window need Equal "
+                                         f"on floats, from opset {equal_since}")
     current = source
     if element_type in _LOW_PRECISION:
         current = context.node("Cast", [current], f"{layer.name}/f32", to=TensorProto.FLOAT)[0]
@@ -100,7 +104,9 @@ def _per_axis(context: Context, layer: Layer, source: str, values: str, lengths:
         grid = np.arange(math.prod(lengths), dtype=np.int64).reshape((1, 1, *lengths))
         positions = context.node("Expand", [context.initializer(grid, f"{layer.name}/positions"), shape],
                                  f"{layer.name}/positions_full")[0]
-        last = context.int64s(np.iinfo(np.int64).max, f"{layer.name}/not_a_maximum")
+        # One past the last position, not the largest int64: OpenVINO's CPU plugin computes int64 tensors in
+        # int32, so it reads this ONNX's int64.max as -2^31 and picks that as the "first" maximum.
+        last = context.int64s(math.prod(lengths), f"{layer.name}/not_a_maximum")
     for k in range(len(out)):
         length, size, axis = lengths[k], out[k], 2 + k
         base = f"{layer.name}/axis{axis}"

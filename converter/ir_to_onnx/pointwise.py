@@ -15,15 +15,26 @@ from typing import Callable
 import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
+from poolir.converter.ir_to_onnx.opsets import first_opset_accepting
 from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.model import Layer
 from poolir.runtime.onnx_ops import first_opset
 
 
+def check_writes(context: Context, op_type: str, element_type: str, what: str) -> None:
+    """Refuse unless the requested opset has `op_type` and its version takes `element_type` (Equal on floats
+    from opset 11, Less on integers from 9: runtime.onnx_ops.elementwise); `what` names the layer."""
+    since = first_opset(op_type)
+    context.check_opset(since, f"{what} needs ONNX {op_type}, from opset {since}")
+    accepting = first_opset_accepting(op_type, dtype_of(element_type))
+    context.check_opset(accepting, f"{what} needs ONNX {op_type} on {element_type}, from opset {accepting}")
+
+
 def _direct(op_type: str) -> Callable[[Context, Layer], None]:
     def convert(context: Context, layer: Layer) -> None:
-        since = first_opset(op_type)
-        context.check_opset(since, f"{layer.type} needs ONNX {op_type}, from opset {since}")
+        # Where's type constraint is on its values (input 1); the others' on input 0.
+        typed = 1 if op_type == "Where" else 0
+        check_writes(context, op_type, context.input_info(layer, typed).element_type, layer.type)
         inputs = [context.input(layer, i) for i in range(len(layer.inputs))]
         context.node_into(op_type, inputs, [context.name_output(layer, 0)], layer.name)
     return convert
@@ -34,8 +45,10 @@ def exp(context: Context, layer: Layer) -> None:
     keeps OpenVINO's meaning (x == x is false exactly for NaN)."""
     since = first_opset("Where")
     context.check_opset(since, f"Exp (+inf for NaN, as OpenVINO computes it) needs ONNX Where, from opset {since}")
+    element_type = context.input_info(layer, 0).element_type
+    check_writes(context, "Equal", element_type, "Exp (+inf for NaN, as OpenVINO computes it)")
     x = context.input(layer, 0)
-    dtype = dtype_of(context.input_info(layer, 0).element_type)
+    dtype = dtype_of(element_type)
     (raised,) = context.node("Exp", [x], f"{layer.name}/exp")
     (number,) = context.node("Equal", [x, x], f"{layer.name}/not_nan")
     infinity = context.initializer(np.array(np.inf, dtype), f"{layer.name}/inf")
@@ -51,9 +64,7 @@ def _negated(op_type: str, direct: str) -> Callable[[Context, Layer], None]:
         if is_integer(element_type) or element_type == "boolean":
             direct_converter(context, layer)
             return
-        since = first_opset(op_type)
-        context.check_opset(since, f"{layer.type} (true for NaN, as OpenVINO computes it) needs ONNX {op_type}, "
-                                   f"from opset {since}")
+        check_writes(context, op_type, element_type, f"{layer.type} (true for NaN, as OpenVINO computes it)")
         inputs = [context.input(layer, 0), context.input(layer, 1)]
         (compared,) = context.node(op_type, inputs, f"{layer.name}/{op_type.lower()}")
         context.node_into("Not", [compared], [context.name_output(layer, 0)], layer.name)
@@ -85,6 +96,7 @@ def fold_exp_keeping_nan(context: Context, layer: Layer) -> bool:
 
 
 def not_equal(context: Context, layer: Layer) -> None:
+    check_writes(context, "Equal", context.input_info(layer, 0).element_type, layer.type)
     (equal,) = context.node("Equal", [context.input(layer, 0), context.input(layer, 1)], f"{layer.name}/equal")
     context.node_into("Not", [equal], [context.name_output(layer, 0)], layer.name)
 

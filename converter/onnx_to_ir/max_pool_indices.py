@@ -5,7 +5,7 @@ i64 as i32 (Add, Subtract, Multiply wrap in i32, exactly) and computes integer D
 (runtime/kernels/elementwise.py: openvino_cpu_integer), exact only while the operands stay below 2**24. A
 flat index reaches N*C*prod(spatial), so `i mod prod(spatial)` went wrong past 2**24 elements (issue 14:
 6x64x224x224, 414,406 of 4,816,896 indices wrong). So every division here is an *exact division* built from
-float-prone layers whose error it cancels (`_exact_divmod`), and each divides by one spatial dim only.
+float-prone layers whose error it cancels (`exact_divmod`), and each divides by one spatial dim only.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.builder import OutputRef
 from poolir.ir.errors import InvalidModelError
 
-# _exact_divmod is exact for a divisor up to this (see there). Indices are exact up to 2**31 elements, where
+# exact_divmod is exact for a divisor up to this (see there). Indices are exact up to 2**31 elements, where
 # OpenVINO's own end (its indices are i32: i64 runs as i32) and poolir's allocation limit both are.
 MAX_DIVISOR = 2**22
 
@@ -55,7 +55,7 @@ def column_major_indices(node: OnnxNode, indices: OutputRef, x: Value) -> Output
     used = [axis for axis in range(len(spatial)) if dims[axis] != 1]
     rest, coordinates = indices, {}
     for axis in reversed(used):
-        rest, coordinates[axis] = _exact_divmod(binary, rest, dims[axis], f"c{axis}")
+        rest, coordinates[axis] = exact_divmod(binary, rest, dims[axis], f"c{axis}")
     result = rest  # the slab, n * C + c
     for axis in reversed(used):
         scaled = binary("Multiply", result, dims[axis], f"scale{axis}")
@@ -64,7 +64,7 @@ def column_major_indices(node: OnnxNode, indices: OutputRef, x: Value) -> Output
     return result
 
 
-def _exact_divmod(binary, dividend, divisor, tag: str):
+def exact_divmod(binary, dividend, divisor, tag: str):
     """(dividend // divisor, dividend % divisor) exactly under OpenVINO's CPU plugin, for a dividend in
     [0, 2**31) and a divisor in [1, MAX_DIVISOR].
 
@@ -81,7 +81,7 @@ def _exact_divmod(binary, dividend, divisor, tag: str):
 
 
 def _check_exact(x: Value) -> None:
-    """Refuse the static dims _exact_divmod cannot divide by exactly (dynamic ones: the README says)."""
+    """Refuse the static dims exact_divmod cannot divide by exactly (dynamic ones: the README says)."""
     big = [d for d in x.shape[2:] if d is not None and d > MAX_DIVISOR]
     if big:
         raise InvalidModelError(f"storage_order=1 with a spatial dim of {big[0]}: OpenVINO computes the "

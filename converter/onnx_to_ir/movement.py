@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from poolir.converter.onnx_to_ir.max_pool_indices import exact_divmod
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value, value_of
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
@@ -105,6 +106,8 @@ def split(node: OnnxNode) -> list[Value]:
     sizes = attrs.get("split")
     if given is not None:
         _index_input(given, "the split input")
+        if _known(node, given) is None:
+            return _split_computed(node, x, axis, given, parts)
         sizes = _ints(node, given, "the split input")
     num_outputs = attrs.get("num_outputs")
     if sizes is None and num_outputs is not None:
@@ -113,7 +116,7 @@ def split(node: OnnxNode) -> list[Value]:
             raise InvalidModelError(problem)
         length = x.shape[axis]
         if length is None:
-            raise ConversionError(f"Split num_outputs on a dynamic axis {axis} has no IR equivalent")
+            return _split_even_computed(node, x, axis, parts)
         sizes = even_split_sizes(length, num_outputs)
         if len(sizes) != parts:
             raise InvalidModelError(f"axis {axis} of length {length} gives {len(sizes)} parts, not {parts}")
@@ -123,6 +126,38 @@ def split(node: OnnxNode) -> list[Value]:
     if len(sizes) != parts:
         raise InvalidModelError(f"split has {len(sizes)} sizes for {parts} outputs")
     return node.layer("VariadicSplit", [x, axis_value, _i64(node, sizes)], name=node.name)
+
+
+def _split_computed(node: OnnxNode, x: Value, axis: int, given: Value, parts: int) -> list[Value]:
+    """Split by lengths computed at run time (poolir's ONNX of a PyTorch-frontend ShuffleNetV2 IR derives them from
+    Shape): VariadicSplit takes them as an input too. Valid ONNX lengths are >= 0 and add up to the axis, and mean
+    the same there; OpenVINO reads a -1, which ONNX does not allow, as the rest."""
+    if given.shape != (parts,):
+        raise ConversionError(f"the split input computed at run time must hold one length per output ({parts}), "
+                              f"its shape is {list(given.shape)}")
+    return node.layer("VariadicSplit", [x, _i64(node, axis), given], name=node.name)
+
+
+def _split_even_computed(node: OnnxNode, x: Value, axis: int, parts: int) -> list[Value]:
+    """Split-18 num_outputs on an axis whose length L is known at run time only (the dynamo exporter's
+    ShuffleNetV2 chunk with dynamic H and W: the channel count comes out of a computed Reshape): ONNX's parts
+    are ceil(L / n) long, the last the rest. VariadicSplit by [c] * (n - 1) + [-1], with c = (L + n - 1) // n
+    computed from ShapeOf by an exact divmod under OpenVINO's arithmetic (max_pool_indices.exact_divmod, for
+    L < 2**31). Where ONNX has fewer than n parts (L = 6, n = 4), the model is invalid there; OpenVINO gives an
+    empty last part."""
+    name = node.name
+
+    def binary(kind: str, left, right, layer_name: str):
+        operand = node.const(right, "i64") if isinstance(right, int) else right
+        return node.add(kind, [left, operand], {"auto_broadcast": "numpy"}, f"{name}/{layer_name}")[0]
+
+    shape = node.add("ShapeOf", [x.ref], {"output_type": "i64"}, f"{name}/shape")[0]
+    length = node.add("Gather", [shape, node.const([axis], "i64"), node.const(0, "i64")],
+                      name=f"{name}/length", newest=True)[0]
+    chunk, _ = exact_divmod(binary, binary("Add", length, parts - 1, "rounded_up"), parts, f"{name}/chunk")
+    lengths = node.add("Concat", [chunk] * (parts - 1) + [node.const([-1], "i64")], {"axis": 0},
+                       f"{name}/lengths")[0]
+    return node.layer("VariadicSplit", [x, _i64(node, axis), Value(lengths, "i64", (parts,))], name=name)
 
 
 def slice_(node: OnnxNode) -> list[Value]:

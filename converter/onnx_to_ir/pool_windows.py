@@ -152,14 +152,15 @@ def fit_rounding(axes: list[WantedAxis], *, full_kernel_divisor: bool, exclude_p
                     else not keeps_a_window_ceil_torch_drops(a, "ceil") for a in axes)
     pads_ok = allow_zero_pads or any(begins) or any(ends)
     if ceil_fits and kernel_fits_all and divisor_ok(ends) and pads_ok:
-        return IrWindows(begins, ends, "ceil", exclude_pad=exclude_pad)
+        return _fitting_every_length(IrWindows(begins, ends, "ceil", exclude_pad=exclude_pad), axes, divisor_ok)
     if len(static) == len(axes):
         fitted_ends = tuple(smallest_pad_end(spec_of(a), a.length, a.output, "floor") for a in static)
         if None not in fitted_ends:
             # divisor_ok holds: with these pads no window leaves the (extended) padded input.
             return IrWindows(begins, fitted_ends, "floor", exclude_pad=exclude_pad)
     if ceil_torch_is_onnx and kernel_fits_all and divisor_ok(ends) and pads_ok:
-        return IrWindows(begins, ends, "ceil_torch", exclude_pad=exclude_pad)
+        return _fitting_every_length(IrWindows(begins, ends, "ceil_torch", exclude_pad=exclude_pad), axes,
+                                     divisor_ok)
     if not divisor_ok(ends):
         raise ConversionError(
             "LpPool with ceil_mode=1, no pads and dynamic spatial dims: OpenVINO's AvgPool divides a window that "
@@ -169,6 +170,31 @@ def fit_rounding(axes: list[WantedAxis], *, full_kernel_divisor: bool, exclude_p
         "ceil_mode=1 with dynamic spatial dims: whether ONNX drops the last window depends on the input "
         "length, and no single IR pooling layer follows that for every length; fix the shape with "
         "--input-shape")
+
+
+def _fitting_every_length(plan: IrWindows, axes: list[WantedAxis], divisor_ok) -> IrWindows:
+    """`plan`, or, when on a dynamic axis ONNX's ceil_mode gives a window at a length shorter than the plan's
+    padded kernel (fact 7: OpenVINO cannot run it; SqueezeNet's 3x3/2 MaxPools at L = 2), floor rounding with
+    pads_end + s - 1 on the dynamic axes (static axes: the smallest floor pads_end giving ONNX's count).
+
+    Floor over pe + s - 1 counts floor((L + pb + pe + s - 1 - ek) / s) + 1 = ceil((L + pb + pe - ek) / s) + 1
+    windows, ONNX's ceil count for every L, and its padded extent L + pb + pe + s - 1 reaches the dilated kernel
+    at every length ONNX gives a window (L + pb + pe - ek > -s). It is exact while ONNX drops no window, that
+    is while ceil keeps none that ceil_torch drops (pe + s - 1 < ek); the extra padding is read by no layer
+    fit_rounding serves (inert padding). Worked example: k=3, s=2, no pads, L=2: ONNX 1 window [0, 3) holding
+    two elements; floor over pads (0, 1) 1 window, the same.
+    """
+    dynamic = [(a, AxisSpec(a.kernel, a.stride, a.dilation, begin, end))
+               for a, begin, end in zip(axes, plan.pads_begin, plan.pads_end) if isinstance(a, AxisSpec)]
+    if all(kernel_fits(ir_axis, shortest_length_with_a_window(a, "ceil")) for a, ir_axis in dynamic):
+        return plan
+    if any(isinstance(a, AxisSpec) and keeps_a_window_ceil_torch_drops(a, "ceil") for a in axes):
+        return plan
+    ends = tuple(a.pad_end + a.stride - 1 if isinstance(a, AxisSpec)
+                 else smallest_pad_end(spec_of(a), a.length, a.output, "floor") for a in axes)
+    if None in ends or not divisor_ok(ends):
+        return plan
+    return IrWindows(plan.pads_begin, ends, "floor", exclude_pad=plan.exclude_pad)
 
 
 def check_kernel_fits_every_length(pool: OnnxPool, spatial: Sequence[int | None], plan: IrWindows) -> None:

@@ -14,6 +14,10 @@ F16, BF16, F32, F64 = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dt
 I8, U8 = np.dtype(np.int8), np.dtype(np.uint8)
 FLOAT_TYPES = frozenset({F16, F32, F64})
 FLOAT_TYPES_BF16 = FLOAT_TYPES | {BF16}
+INTEGER_TYPES = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
+                                                np.uint8, np.uint16, np.uint32, np.uint64))
+NUMERIC_TYPES = INTEGER_TYPES | FLOAT_TYPES
+BOOL = np.dtype(np.bool_)
 
 
 def check_dtype(version: OnnxOpVersion, dtype: np.dtype) -> None:
@@ -36,4 +40,5 @@ def onnx_dtype(element_type: int) -> np.dtype:
         raise UsageError(f"ONNX element type {element_type} is not supported") from None
 
 
-__all__ = ["BF16", "F16", "F32", "F64", "FLOAT_TYPES", "FLOAT_TYPES_BF16", "I8", "U8", "check_dtype", "onnx_dtype"]
+__all__ = ["BF16", "BOOL", "F16", "F32", "F64", "FLOAT_TYPES", "FLOAT_TYPES_BF16", "I8", "INTEGER_TYPES",
+           "NUMERIC_TYPES", "U8", "check_dtype", "onnx_dtype"]

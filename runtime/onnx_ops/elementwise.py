@@ -2,8 +2,11 @@
 Cast/CastLike and Identity: version rows and adapters onto numpy and runtime.kernels.elementwise (Relu and
 Clip are activations: activation.py).
 
-Element types are not restricted by these tables (numpy computes any of them). Versions before an op's
-first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) and are unsupported.
+Element types are not restricted when these ops run (numpy computes any of them). The comparison rows carry
+the spec's type constraints all the same, for the IR -> ONNX converter, which must not write a type an opset does
+not allow: Equal-7 takes bool, int32 and int64 only (numbers from 11, bfloat16 from 13), Less and Greater-7 floats
+only (every number from 9, bfloat16 from 13). Versions before an op's first row use legacy semantics (e.g.
+broadcast/axis attributes before opset 7) and are unsupported.
 """
 
 from __future__ import annotations
@@ -14,17 +17,21 @@ from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype
-from poolir.runtime.onnx_ops.element_types import onnx_dtype
+from poolir.runtime.onnx_ops.element_types import BF16, BOOL, FLOAT_TYPES, NUMERIC_TYPES, onnx_dtype
 from poolir.runtime.onnx_ops.registry import INT, STRING, Attribute, NodeContext, Step, adapter, define
 
 for _op in ("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal"):
     define(_op, [(6, {})])
 define("Sign", [(9, {})])
 define("Not", [(1, {})])
-for _op in ("Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "And", "Or", "Xor"):
+for _op in ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor"):
     define(_op, [(7, {})])
-define("LessOrEqual", [(12, {})])
-define("GreaterOrEqual", [(12, {})])
+define("Equal", [(7, {}, frozenset({BOOL, np.dtype(np.int32), np.dtype(np.int64)})),
+                 (11, {}, NUMERIC_TYPES | {BOOL}), (13, {}, NUMERIC_TYPES | {BOOL, BF16})])
+for _op in ("Less", "Greater"):
+    define(_op, [(7, {}, FLOAT_TYPES), (9, {}, NUMERIC_TYPES), (13, {}, NUMERIC_TYPES | {BF16})])
+for _op in ("LessOrEqual", "GreaterOrEqual"):
+    define(_op, [(12, {}, NUMERIC_TYPES), (16, {}, NUMERIC_TYPES | {BF16})])
 for _op in ("Max", "Min", "Sum", "Mean"):
     define(_op, [(6, {})])
 define("Mod", [(10, {"fmod": Attribute(INT, 0)})])

@@ -14,7 +14,7 @@ from poolir import ir, runtime
 from poolir.converter import ir_to_onnx
 from poolir.ir.errors import ConversionError
 from poolir.runtime.kernels.adaptive_pool import adaptive_bins
-from tests.peers import onnxruntime_run, openvino_run_xml
+from tests.peers import onnxruntime_run, openvino_run_onnx, openvino_run_xml
 from tests.runtime.ir_cases import OV_TYPES, run_poolir, save_ir
 
 
@@ -109,3 +109,24 @@ def test_indices_with_dynamic_dims_are_refused(tmp_path):
     path = _adaptive_ir(tmp_path / "adaptive.xml", [1, 2, -1, -1], [2, 3], np.float32, indices=True)
     with pytest.raises(ConversionError, match="AdaptiveMaxPool indices with dynamic spatial dims"):
         ir_to_onnx(ir.read_model(path))
+
+
+@pytest.mark.parametrize("shape,out", [((2, 4, 23, 19), [5, 7]), ((1, 2, 7), [3])])
+def test_indices_onnx_form_runs_on_openvino_too(shape, out, tmp_path):
+    """The ONNX form's "not a maximum" filler is one past the slab's last position, not int64.max: OpenVINO's
+    CPU plugin computes int64 in int32, read int64.max as -2^31 and returned it as the index (found running
+    poolir's ONNX of a PyTorch-frontend AdaptiveMaxPool2d((5, 7), return_indices=True) IR with OpenVINO)."""
+    x = ov1.parameter(list(shape), ov.Type.f32, name="x")
+    # as the PyTorch frontend writes a Conv -> AdaptiveMaxPool(return_indices=True) module: i32 indices converted
+    # to torch's int64 (with the Parameter feeding the pool directly, OpenVINO folds the positions and is right)
+    weights = np.random.default_rng(0).standard_normal((shape[1], shape[1]) + (1,) * (len(shape) - 2))
+    conv = ov1.convolution(x, ov1.constant(weights.astype(np.float32)), [1] * (len(shape) - 2),
+                           [0] * (len(shape) - 2), [0] * (len(shape) - 2), [1] * (len(shape) - 2))
+    pool = ov8.adaptive_max_pool(conv, ov1.constant(np.array(out, np.int32)), "i32")
+    path = save_ir([pool.output(0), ov1.convert(pool.output(1), "i64").output(0)], [x], tmp_path / "adaptive.xml")
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    expected = openvino_run_xml(path, {"x": x})
+    got = openvino_run_onnx(ir_to_onnx(ir.read_model(path)), {"x": x})
+    assert len(got) == len(expected)
+    for want, value in zip(expected.values(), got.values()):  # by position: the Results have no tensor names
+        np.testing.assert_array_equal(value, want)

@@ -10,9 +10,10 @@ import openvino.opset1 as ov1
 import openvino.opset3 as ov3
 import openvino.opset8 as ov8
 import pytest
+from onnx import TensorProto, helper
 
 from poolir import ir
-from poolir.converter import ir_to_onnx
+from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.errors import PoolirError
 from tests.peers import onnxruntime_run, openvino_run_xml
 from tests.runtime.ir_cases import run_poolir, save_ir
@@ -53,6 +54,42 @@ def test_computed_split_lengths_read_run_and_convert(shape, feed, rest_first, tm
         assert sorted(got) == sorted(expected)
         for name, want in expected.items():
             np.testing.assert_array_equal(got[name], want, err_msg=name)
+
+
+@pytest.mark.parametrize("shape,feed,rest_first", [([1, 6, -1, -1], (1, 6, 5, 4), False),
+                                                   ([-1, -1, 2, 2], (2, 9, 2, 2), True)])
+def test_computed_split_lengths_come_back_from_onnx_as_variadic_split(shape, feed, rest_first, tmp_path):
+    """IR -> ONNX -> IR: the ONNX Split's lengths are computed (Shape arithmetic), and ONNX -> IR makes them a
+    VariadicSplit input again (it used to refuse: "the split input must be constant to convert to IR")."""
+    path = _channel_split_ir(tmp_path / "split.xml", shape, rest_first)
+    back = onnx_to_ir(ir_to_onnx(ir.read_model(path)))
+    assert "VariadicSplit" in {layer.type for layer in back.layers}
+    ir.write_model(back, tmp_path / "back.xml")
+    x = np.random.default_rng(4).standard_normal(feed).astype(np.float32)
+    expected = list(openvino_run_xml(path, {"x": x}).values())
+    for got in (openvino_run_xml(tmp_path / "back.xml", {"x": x}), run_poolir(tmp_path / "back.xml", {"x": x})):
+        assert len(got) == len(expected)
+        for want, value in zip(expected, got.values()):  # by position: the Results have no tensor names
+            np.testing.assert_array_equal(value, want)
+
+
+def test_onnx_split_by_computed_lengths_runs_like_onnxruntime(tmp_path):
+    """An ONNX Split whose `split` input is computed (Shape of another input) becomes VariadicSplit on that
+    input; OpenVINO and poolir run the IR as onnxruntime runs the ONNX."""
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["y"], ["lengths"]),
+         helper.make_node("Split", ["x", "lengths"], ["a", "b"], axis=1)],
+        "split", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "n"]),
+                  helper.make_tensor_value_info("y", TensorProto.FLOAT, ["p", "q"])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("a", "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    feeds = {"x": np.arange(16, dtype=np.float32).reshape(2, 8), "y": np.zeros((3, 5), np.float32)}
+    expected = onnxruntime_run(model, feeds)
+    ir.write_model(onnx_to_ir(model), tmp_path / "split.xml")
+    for got in (openvino_run_xml(tmp_path / "split.xml", feeds), run_poolir(tmp_path / "split.xml", feeds)):
+        assert sorted(got) == ["a", "b"]
+        for name in ("a", "b"):
+            np.testing.assert_array_equal(got[name], expected[name])
 
 
 def test_mod_takes_the_dividends_sign(tmp_path):
@@ -113,3 +150,22 @@ def test_computed_gather_axis_is_read_but_not_run(tmp_path):
         run_poolir(path, {"x": np.zeros((2, 4, 3), np.float32), "n": np.array(1, np.int32)})
     with pytest.raises(PoolirError, match="not constant"):
         ir_to_onnx(model)
+
+
+@pytest.mark.parametrize("length", [7, 8, 9, 3])
+def test_onnx_split_num_outputs_on_a_dynamic_axis_runs_like_onnxruntime(length, tmp_path):
+    """Split-18 num_outputs=3 on an axis of unknown length (the dynamo exporter's ShuffleNetV2 chunk with dynamic
+    H and W): parts of ceil(L / 3), the last the rest (L = 7: 3, 3, 1), computed at run time into a
+    VariadicSplit (it used to be refused: "Split num_outputs on a dynamic axis 1 has no IR equivalent")."""
+    graph = helper.make_graph(
+        [helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)], "split",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "n", 2])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("a", "b", "c")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    ir.write_model(onnx_to_ir(model), tmp_path / "split.xml")
+    feeds = {"x": np.arange(4 * length, dtype=np.float32).reshape(2, length, 2)}
+    expected = onnxruntime_run(model, feeds)
+    assert [expected[name].shape[1] for name in "abc"] == [-(-length // 3)] * 2 + [length - 2 * -(-length // 3)]
+    for got in (openvino_run_xml(tmp_path / "split.xml", feeds), run_poolir(tmp_path / "split.xml", feeds)):
+        for name in "abc":
+            np.testing.assert_array_equal(got[name], expected[name])

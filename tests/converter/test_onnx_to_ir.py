@@ -389,15 +389,45 @@ def _lp_pool(shape):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
 
 
-def test_dynamic_length_that_can_be_shorter_than_the_kernel_is_refused():
-    # OpenVINO cannot run a kernel longer than the padded input; with a dynamic length its CPU plugin returned an
-    # empty tensor for length 1 and crashed on the next inference, so such an IR is refused.
-    node = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3], strides=[3], ceil_mode=1)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 1, "L"])],
+def _dynamic_ceil_pool(op_type, kernel, strides, spatial, **attrs):
+    node = helper.make_node(op_type, ["x"], ["y"], kernel_shape=kernel, strides=strides, ceil_mode=1, **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT,
+                                                                          ["N", 1, *spatial])],
                               [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
+
+
+def test_dynamic_length_that_can_be_shorter_than_the_kernel_is_refused_where_onnx_may_drop_a_window():
+    # OpenVINO cannot run a kernel longer than the padded input; with a dynamic length its CPU plugin returned an
+    # empty tensor for length 1 and crashed on the next inference. k=2, s=3: ONNX gives L=1 a window, and no
+    # floor pads_end both reaches the kernel there and keeps ONNX's dropping of a last window in the padding.
+    model = _dynamic_ceil_pool("MaxPool", [2], [3], ["L"])
     with pytest.raises(ConversionError, match="dynamic and ONNX's ceil_mode accepts a length of 1.*--input-shape"):
         onnx_to_ir(model)
+
+
+@pytest.mark.parametrize("op_type, kernel, strides, spatial, attrs", [
+    ("MaxPool", [3], [3], ["L"], {}),
+    ("MaxPool", [3, 3], [2, 2], ["H", "W"], {}),  # SqueezeNet's pools with dynamic H and W: L = 2 has a window
+    ("MaxPool", [3, 3], [2, 2], [5, "W"], {"pads": [0, 1, 0, 0]}),
+    ("AveragePool", [3, 3], [2, 2], ["H", "W"], {}),
+    ("AveragePool", [3], [2], ["L"], {"count_include_pad": 1}),
+])
+def test_dynamic_length_that_can_be_shorter_than_the_kernel_converts_exactly_at_every_length(
+        op_type, kernel, strides, spatial, attrs, tmp_path):
+    # Floor rounding over pads_end + s - 1 counts ONNX's ceil windows at every length and reaches the kernel
+    # wherever ONNX gives a window (it used to be refused: "ONNX's ceil_mode accepts a length of 1 / 2").
+    model = _dynamic_ceil_pool(op_type, kernel, strides, spatial, **attrs)
+    path = tmp_path / "pool.xml"
+    ir.write_model(onnx_to_ir(model), path)
+    for length in range(1, 10):
+        shape = (2, 1, *(length if isinstance(d, str) else d for d in spatial))
+        x = np.random.default_rng(length).standard_normal(shape).astype(np.float32)
+        want = onnxruntime_run(model, {"x": x})["y"]
+        if want.size == 0:
+            continue  # ONNX has no window at this length (k=3, s=2, L=1), nor has the IR
+        for got in (openvino_run_xml(path, {"x": x})["y"], runtime.run(ir.read_model(path), {"x": x})["y"]):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"length {length}")
 
 
 @pytest.mark.parametrize("length", [1, 2, 4])
