@@ -179,8 +179,8 @@ def imported_opsets(model) -> dict[str, int]:
 
 
 def check_graph_names(model, source=None) -> None:
-    """One reading for every command: graph input and output names are text and unique (onnx.checker, which
-    only convert and inspect run, refuses the same)."""
+    """One reading for every command: graph input and output names are non-empty text and unique (onnx.checker,
+    which only convert and inspect run, refuses the same)."""
     graph = model.graph
     for what, values in (("input", graph.input), ("output", graph.output)):
         seen: set = set()
@@ -188,6 +188,8 @@ def check_graph_names(model, source=None) -> None:
             if isinstance(value.name, bytes):
                 raise InvalidModelError(f"a graph {what} name {printable(value.name)!r} is not valid UTF-8 text",
                                         file=source)
+            if not value.name:  # "" is ONNX's name for an omitted optional input, never a graph's value
+                raise InvalidModelError(f"a graph {what} has an empty name", file=source)
             if value.name in seen:
                 raise InvalidModelError(f"two graph {what}s are named '{printable(value.name)}'", file=source)
             seen.add(value.name)

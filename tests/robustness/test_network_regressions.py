@@ -90,3 +90,15 @@ def test_onnx_batch_norm_with_an_infinite_epsilon_is_not_converted(tmp_path):
     result = invoke_cli("convert", ["convert", path, "-o", tmp_path / "bn.xml"])
     _one_line_error(result, path, "'bn'", "epsilon")
     assert not (tmp_path / "bn.xml").exists() and not (tmp_path / "bn.bin").exists()
+
+
+# -- a graph output named "" (ONNX's name for an omitted optional input) crashed `run` with an AttributeError -----
+@pytest.mark.parametrize("what", ["output", "input"])
+def test_a_graph_value_with_an_empty_name_is_refused_by_every_command(tmp_path, what):
+    path = tmp_path / "m.onnx"
+    names = {"input": ("", "y"), "output": ("x", "")}[what]
+    _onnx(path, [helper.make_node("Relu", [names[0]], [names[1]])], [(names[0], TensorProto.FLOAT, [2])],
+          [(names[1], TensorProto.FLOAT, [2])])
+    for command in (["run", path], ["inspect", path], ["verify", path], ["convert", path, "-o", tmp_path / "m.xml"]):
+        _one_line_error(invoke_cli(command[0], command), path, f"a graph {what} has an empty name")
+    assert not (tmp_path / "m.xml").exists()
