@@ -38,6 +38,7 @@ import signal
 import sys
 import time
 import traceback
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from tests.robustness.network_bases import Base
 from tests.robustness.network_mutations import mutate_ir
 from tests.robustness.onnx_mutations import mutate_onnx
 
+EXITS: Counter = Counter()  # (command, exit code) -> how often: how deep the mutants reach
 TIME_LIMIT = 60.0
 CAP_MB = 4096  # address-space cap: far above what the small networks need (OpenVINO maps ~1.5 GB)
 MEMORY_MB = 2500  # resident memory above this is a blow-up (the default tensor budget is 2 GiB)
@@ -237,6 +239,8 @@ def fuzz_case(base: Base, seed: int, work: Path, peers: bool = True) -> list[Fin
     for args, outputs in commands:
         outcome = run_command(args, folder)
         allowed = (0, 1, 2) if args[0] == "verify" else (0, 2)
+        EXITS[" ".join(a for a in args if a.startswith("-") or a in ("inspect", "run", "convert", "verify")),
+              outcome.code] += 1
         for kind, detail in check_outcome(outcome, model, outputs, allowed):
             findings.append(Finding(kind, " ".join(args[:1] + args[2:3]), detail, case, mutations))
         convert_ok |= args[0] == "convert" and outcome.code == 0
@@ -298,6 +302,8 @@ def main(argv=None) -> int:
     unique = {f.signature(): f for f in findings}
     print(f"{options.cases} mutants of {len(bases)} bases in {time.monotonic() - started:.0f} s: "
           f"{len(findings)} findings, {len(unique)} distinct")
+    print("exit codes:", ", ".join(f"{command} {code}: {count}" for (command, code), count in sorted(EXITS.items(),
+                                                                                                   key=str)))
     for signature in sorted(unique):
         print("  ", signature, "|", unique[signature].case)
     return 1 if findings else 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 from lxml import etree
 
 HUGE = (2**31, 2**32 + 1, 2**62, 2**63 - 1, 2**63, 2**64, 10**30)
@@ -243,9 +244,87 @@ def ir_net(rng, m: IRMutant) -> str:
     return f"{_label(layer)} rt_info added"
 
 
+BOOLEANS = ("true", "false")
+
+
+def _choices(layer_type: str, name: str) -> tuple[str, ...]:
+    """The values the schema allows for a string attribute (of any version of the layer type), if any."""
+    from poolir.ir.ops import SCHEMAS
+
+    found: list[str] = []
+    for row in SCHEMAS.get(layer_type, ()):
+        for attr in row.attrs:
+            if attr.name == name and attr.choices:
+                found += [c for c in attr.choices if c not in found]
+    return tuple(found)
+
+
+def plausible_value(rng: random.Random, old: str, choices: tuple[str, ...] = ()) -> str:
+    """A replacement that parses and is often in range: an integer one off or 0/1/-1, another allowed word."""
+    text = old.strip().lower()
+    if text in BOOLEANS:
+        return "false" if text == "true" else "true"
+    parts = [p.strip() for p in old.split(",")] if old.strip() else []
+    try:
+        numbers = [int(p) for p in parts]
+    except ValueError:
+        try:
+            numbers = None
+            value = float(old)
+            return repr(rng.choice((0.0, value * 2, -value, value + 1, 1e-7, 1.0)))
+        except ValueError:
+            return rng.choice(choices) if choices else old
+    if not numbers:
+        return rng.choice(("0", "1", "-1"))
+    index = rng.randrange(len(numbers))
+    numbers[index] = rng.choice((numbers[index] + 1, numbers[index] - 1, 0, 1, -1, 2, numbers[index] * 2))
+    if rng.random() < 0.15:
+        numbers = numbers[:-1] if rng.random() < 0.5 else numbers + [numbers[-1]]
+    return ",".join(map(str, numbers))
+
+
+def ir_plausible_attribute(rng, m: IRMutant) -> str:
+    layer = rng.choice(m.layers(lambda e: e.find("data") is not None and e.get("type") not in ("Const", "Parameter")
+                                and len(e.find("data").attrib)))
+    data = layer.find("data")
+    name = rng.choice(sorted(data.attrib))
+    data.set(name, plausible_value(rng, data.get(name), _choices(layer.get("type"), name)))
+    return f"{_label(layer)} data {name}={data.get(name)!r}"
+
+
+_CONST_TYPES = {"i64": np.int64, "i32": np.int32, "f32": np.float32, "f16": np.float16, "u8": np.uint8,
+                "i8": np.int8}
+
+
+def ir_const_values(rng, m: IRMutant) -> str:
+    """One value of a small Const changed in the .bin: shapes, axes, pads, split lengths, indices, a weight."""
+    def small(layer):
+        data = layer.find("data")
+        return (layer.get("type") == "Const" and data is not None and data.get("element_type") in _CONST_TYPES
+                and 0 < int(data.get("size", "0")) <= 64)
+    layer = rng.choice(m.layers(small))
+    data = layer.find("data")
+    dtype = np.dtype(_CONST_TYPES[data.get("element_type")])
+    offset, size = int(data.get("offset")), int(data.get("size"))
+    weights = bytearray(m.weights)
+    values = np.frombuffer(bytes(weights[offset:offset + size]), dtype).copy()
+    index = rng.randrange(values.size)
+    old = values[index]
+    if dtype.kind == "f":
+        new = rng.choice((0.0, -1.0, float(old) * 3, float("nan"), float("inf"), -float(old)))
+    else:
+        info = np.iinfo(dtype)
+        new = rng.choice((int(old) + 1, int(old) - 1, 0, 1, -1, -int(old), int(old) * 2, info.max, info.min))
+        new = min(max(new, info.min), info.max)
+    values[index] = new
+    weights[offset:offset + size] = values.tobytes()
+    m.weights = bytes(weights)
+    return f"{_label(layer)} value {index}: {old} -> {values[index]} (now {values.tolist()[:8]})"
+
+
 IR_MUTATIONS = (ir_attribute, ir_attribute, ir_attribute, ir_delete_attribute, ir_dim, ir_parameter_shape,
                 ir_element_type, ir_const_blob, ir_const_blob, ir_bin, ir_edge, ir_edge, ir_ports,
-                ir_layer_identity, ir_net)
+                ir_layer_identity, ir_net) + (ir_plausible_attribute, ir_const_values) * 6
 
 
 def mutate_ir(rng: random.Random, xml: bytes, weights: bytes | None, count: int) -> tuple[bytes, bytes | None, list]:

@@ -211,8 +211,78 @@ def onnx_wiring(rng, model, folder) -> str:
     return f"{label} one input too many"
 
 
+STRINGS = {"auto_pad": (b"NOTSET", b"SAME_UPPER", b"SAME_LOWER", b"VALID"), "mode": (b"constant", b"reflect", b"edge",
+                                                                            b"wrap", b"DCR", b"CRD"),
+           "direction": (b"LEFT", b"RIGHT")}
+
+
+def onnx_plausible_attribute(rng, model, folder) -> str:
+    """An attribute's value changed to one that is often still valid: an integer one off, 0/1/-1, another word."""
+    node, label = _node(rng, model)
+    if not len(node.attribute):
+        return f"{label} has no attribute"
+    attribute = rng.choice(list(node.attribute))
+    if attribute.type == AttributeProto.INT:
+        attribute.i = rng.choice((attribute.i + 1, attribute.i - 1, 0, 1, -1, 2))
+        return f"{label} {attribute.name}={attribute.i}"
+    if attribute.type == AttributeProto.INTS and len(attribute.ints):
+        values = list(attribute.ints)
+        index = rng.randrange(len(values))
+        values[index] = rng.choice((values[index] + 1, values[index] - 1, 0, 1, -1, 2))
+        attribute.ClearField("ints")
+        attribute.ints.extend(values)
+        return f"{label} {attribute.name}={values}"
+    if attribute.type == AttributeProto.FLOAT:
+        attribute.f = rng.choice((0.0, attribute.f * 2, -attribute.f, attribute.f + 1, 1e-7))
+        return f"{label} {attribute.name}={attribute.f}"
+    if attribute.type == AttributeProto.STRING:
+        attribute.s = rng.choice(STRINGS.get(attribute.name, (attribute.s,)))
+        return f"{label} {attribute.name}={attribute.s!r}"
+    return f"{label} {attribute.name} kept"
+
+
+def onnx_initializer_values(rng, model, folder) -> str:
+    """One value of a small integer initializer (a shape, axes, pads, split lengths, indices) changed."""
+    from onnx import numpy_helper
+
+    small = [t for t in model.graph.initializer if t.data_type in (TensorProto.INT64, TensorProto.INT32)
+             and t.data_location != TensorProto.EXTERNAL and 0 < len(t.dims) <= 1 and (not t.dims or t.dims[0] <= 8)]
+    small += [t for t in model.graph.initializer if t.data_type in (TensorProto.INT64, TensorProto.INT32)
+              and not len(t.dims) and t.data_location != TensorProto.EXTERNAL]
+    for node in model.graph.node:  # and the values of Constant nodes
+        for attribute in node.attribute:
+            if attribute.name == "value" and attribute.t.data_type in (TensorProto.INT64, TensorProto.INT32):
+                small.append(attribute.t)
+    tensor = rng.choice(small)
+    values = numpy_helper.to_array(tensor).copy()
+    flat = values.reshape(-1)
+    if not flat.size:
+        return f"tensor {tensor.name!r} is empty"
+    index = rng.randrange(flat.size)
+    old = int(flat[index])
+    flat[index] = rng.choice((old + 1, old - 1, 0, 1, -1, -old, old * 2, 2**31 - 1))
+    tensor.CopyFrom(numpy_helper.from_array(values, tensor.name))
+    return f"tensor {tensor.name!r} value {index}: {old} -> {int(flat[index])}"
+
+
+def onnx_input_shape(rng, model, folder) -> str:
+    """A graph input's dims changed to others a network could take (another size, a symbolic dim)."""
+    info = rng.choice(list(model.graph.input))
+    dims = info.type.tensor_type.shape.dim
+    if not len(dims):
+        return f"input {info.name!r} has no dims"
+    dim = dims[rng.randrange(len(dims))]
+    value = rng.choice((1, 2, 3, 5, 17, 31, 64, 65, 96, "batch", "height"))
+    if isinstance(value, str):
+        dim.dim_param = value
+    else:
+        dim.dim_value = value
+    return f"input {info.name!r} dims {[d.dim_value or d.dim_param for d in dims]}"
+
+
 ONNX_MUTATIONS = (onnx_attribute, onnx_attribute, onnx_attribute, onnx_initializer, onnx_initializer,
-                  onnx_external_data, onnx_value_info, onnx_opset, onnx_wiring)
+                  onnx_external_data, onnx_value_info, onnx_opset, onnx_wiring) + \
+    (onnx_plausible_attribute, onnx_initializer_values, onnx_input_shape) * 4
 
 
 def mutate_onnx(rng: random.Random, model: onnx.ModelProto, folder: Path, count: int) -> list[str]:

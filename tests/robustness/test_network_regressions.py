@@ -4,9 +4,14 @@ an engine is involved, agrees with what onnxruntime or OpenVINO do with the same
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
+from lxml import etree
 from onnx import TensorProto, helper, numpy_helper
 
 from poolir import ir
@@ -102,3 +107,112 @@ def test_a_graph_value_with_an_empty_name_is_refused_by_every_command(tmp_path, 
     for command in (["run", path], ["inspect", path], ["verify", path], ["convert", path, "-o", tmp_path / "m.xml"]):
         _one_line_error(invoke_cli(command[0], command), path, f"a graph {what} has an empty name")
     assert not (tmp_path / "m.xml").exists()
+
+
+# -- IR layers OpenVINO refuses that poolir read, ran, or converted into an ONNX that broke onnx's shape inference
+def _write_ir(folder, build, edits=None) -> Path:
+    """A valid IR from `build(b)`, then `edits`: Const name -> new values of the same size, written into the .bin
+    (a Const value the builder's own checks would refuse)."""
+    b = ir.GraphBuilder("edited")
+    b.result(build(b), "y")
+    xml, weights = ir.serialize(b.build())
+    weights = bytearray(weights)
+    root = etree.fromstring(xml)
+    for name, values in (edits or {}).items():
+        data = root.find(f".//layer[@name='{name}']/data")
+        offset, blob = int(data.get("offset")), np.asarray(values).tobytes()
+        assert len(blob) == int(data.get("size"))
+        weights[offset:offset + len(blob)] = blob
+    path = folder / "m.xml"
+    path.write_bytes(xml)
+    path.with_suffix(".bin").write_bytes(bytes(weights))
+    return path
+
+
+def _openvino_refuses(path, fragment) -> None:
+    core = openvino_core()
+    with pytest.raises(RuntimeError, match=fragment):
+        core.compile_model(core.read_model(str(path)), "CPU")
+
+
+def _refused_by_every_command(path, *fragments) -> None:
+    folder = path.parent
+    for command in (["run", path], ["inspect", path], ["convert", path, "-o", folder / "out.onnx"], ["verify", path]):
+        _one_line_error(invoke_cli(command[0], command), path, *fragments)
+    assert not (folder / "out.onnx").exists()
+
+
+def test_slice_naming_an_axis_twice_is_refused_as_openvino_refuses_it(tmp_path):
+    def build(b):
+        i64 = lambda name, *v: b.const(np.array(v, np.int64), name=name)  # noqa: E731
+        x = b.parameter("x", "f32", (4, 4))
+        return b.add("Slice", "opset8", [x, i64("start", 0, 1), i64("stop", 4, 3), i64("step", 1, 1),
+                                         i64("axes", 0, 1)], name="slice")[0]
+    path = _write_ir(tmp_path, build, {"axes": np.array([1, 1], np.int64)})
+    _openvino_refuses(path, "must be unique")
+    _refused_by_every_command(path, "'slice'", "axes [1, 1] name axis 1 twice")
+
+
+def test_concat_of_scalars_is_refused_as_openvino_refuses_it(tmp_path):
+    path = tmp_path / "m.xml"
+    b = ir.GraphBuilder("concat")
+    x = b.parameter("x", "f32", (1,))
+    b.result(b.add("Concat", "opset1", [x, x], {"axis": 0}, name="concat")[0], "y")
+    xml, _ = ir.serialize(b.build())
+    root = etree.fromstring(xml)  # x becomes a scalar: shape "" and no <dim>
+    parameter = root.find(".//layer[@name='x']")
+    parameter.find("data").set("shape", "")
+    for dim in root.iter("dim"):
+        dim.getparent().remove(dim)
+    path.write_bytes(etree.tostring(root))
+    _openvino_refuses(path, "out-of-range dimension")
+    _refused_by_every_command(path, "'concat'", "Concat needs inputs of rank >= 1")
+
+
+def test_adaptive_pool_over_an_empty_spatial_axis_is_refused(tmp_path):
+    """OpenVINO 2026.4 runs it and returns memory it never wrote (a different value on each run)."""
+    def build(b):
+        x = b.parameter("x", "f32", (1, 2, 1, 4))
+        return b.add("AdaptiveAvgPool", "opset8", [x, b.const(np.array([2, 2], np.int64))], name="pool")[0]
+    path = _write_ir(tmp_path, build)
+    path.write_text(path.read_text().replace('shape="1,2,1,4"', 'shape="1,2,0,4"'))
+    _refused_by_every_command(path, "'pool'", "every spatial dim must be >= 1")
+
+
+@pytest.mark.parametrize("layer_type, a, b", [("Divide", -2**31, -1), ("Mod", 7, 0), ("Add", 2**31 - 1, 1)])
+def test_folding_integer_constants_prints_no_numpy_warning(tmp_path, layer_type, a, b):
+    def build(g):
+        (folded,) = g.add(layer_type, "opset1", [g.const(np.array([a], np.int32)), g.const(np.array([b], np.int32))])
+        return g.add("Add", "opset1", [g.parameter("x", "i32", (1,)), folded])[0]
+    path = _write_ir(tmp_path, build)
+    # A real process: pytest would catch the warning before it reached stderr.
+    done = subprocess.run([sys.executable, "-m", "poolir", "run", str(path), "-o", str(tmp_path / "out.npz")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+PAD_GRID = [(mode, size, begin, end) for mode in ("reflect", "symmetric", "edge", "constant")
+            for size, begin, end in ((3, 2, 2), (3, 3, 0), (3, 0, 3), (3, 4, 0), (1, 0, 0), (1, 1, 0), (0, 0, 0),
+                                     (0, 1, 0), (3, -1, 3), (3, 3, -1), (3, 2, -1))]
+
+
+@pytest.mark.parametrize("mode, size, begin, end", PAD_GRID)
+def test_pad_modes_accept_the_pads_openvino_accepts(tmp_path, mode, size, begin, end):
+    """numpy's reflect and symmetric pads reflect again past the edge; OpenVINO refuses those pads (and edge or
+    reflect padding of an axis too short to copy from)."""
+    def build(b):
+        x = b.parameter("x", "f32", (2, 3))
+        pads = [b.const(np.array([0, 0], np.int64), name=name) for name in ("begin", "end")]
+        return b.add("Pad", "opset12", [x, *pads, b.const(np.float32(0))], {"pad_mode": mode}, name="pad")[0]
+    path = _write_ir(tmp_path, build, {"begin": np.array([0, begin], np.int64), "end": np.array([0, end], np.int64)})
+    path.write_text(path.read_text().replace('shape="2,3"', f'shape="2,{size}"'))
+    core = openvino_core()
+    try:
+        core.compile_model(core.read_model(str(path)), "CPU")
+        openvino_accepts = True
+    except RuntimeError:
+        openvino_accepts = False
+    result = invoke_cli("inspect", ["inspect", path])
+    assert (result.exit_code == 0) == openvino_accepts, result.stderr
+    if not openvino_accepts:
+        _one_line_error(result, path, "'pad'", f"pad_mode {mode}")
