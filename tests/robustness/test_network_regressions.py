@@ -216,3 +216,57 @@ def test_pad_modes_accept_the_pads_openvino_accepts(tmp_path, mode, size, begin,
     assert (result.exit_code == 0) == openvino_accepts, result.stderr
     if not openvino_accepts:
         _one_line_error(result, path, "'pad'", f"pad_mode {mode}")
+
+
+# -- onnx's data propagation built a Reshape of a shape to [2**31 - 1] as 2**31 - 1 dims: 22 GB, minutes --------
+_CAPPED = ("import resource, sys\ncap = 1500 << 20\nresource.setrlimit(resource.RLIMIT_AS, (cap, cap))\n"
+           "from poolir.converter.cli import main\nsys.argv = ['poolir', *sys.argv[1:]]\nmain()\n")
+
+
+def _shape_reshaped_to(path, length: int):
+    """What PyTorch's dynamo exporter writes for a flatten (Shape, Squeeze, Reshape to [-1], Concat, Reshape),
+    with the -1 turned into `length`."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"], start=0, end=1),
+             helper.make_node("Squeeze", ["s"], ["batch"]),
+             helper.make_node("Reshape", ["batch", "length"], ["batch1"], name="reshape_shape"),
+             helper.make_node("Concat", ["batch1", "minus1"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"], name="flatten")]
+    initializers = [numpy_helper.from_array(np.array([length], np.int64), "length"),
+                    numpy_helper.from_array(np.array([-1], np.int64), "minus1")]
+    return _onnx(path, nodes, [("x", TensorProto.FLOAT, [1, 8, 2])], [("y", TensorProto.FLOAT, None)], initializers,
+                 opset=18)
+
+
+def test_a_shape_reshaped_to_two_billion_dims_is_inspected_in_bounded_memory(tmp_path):
+    path = tmp_path / "m.onnx"
+    _shape_reshaped_to(path, 2**31 - 1)
+    for command, code in (("inspect", 0), ("run", 2), ("verify", 2)):
+        done = subprocess.run([sys.executable, "-c", _CAPPED, command, str(path)], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == code, done.stderr
+        assert "bad_alloc" not in done.stderr and len(done.stderr.splitlines()) <= 1, done.stderr
+
+
+@pytest.mark.parametrize("style", ["torchscript", "dynamo"])
+def test_exported_networks_keep_onnx_data_propagation(tmp_path, style):
+    """The guard leaves data_prop on for what the exporters write (the budget checks Shape -> Mul -> Expand)."""
+    from poolir.runtime.onnx_model import data_propagation_is_bounded
+    from tests.networks import torchvision
+
+    for name in torchvision.NETWORKS:
+        model = torchvision.proto_of(torchvision.build(name, style, 0, tmp_path))
+        assert data_propagation_is_bounded(model), name
+    assert data_propagation_is_bounded(_shape_reshaped_to(tmp_path / "m.onnx", -1))
+    assert not data_propagation_is_bounded(_shape_reshaped_to(tmp_path / "m.onnx", 2**31 - 1))
+
+
+# -- a node with a trailing omitted input ("") beyond its op's inputs crashed `run` (the step got None too) ------
+def test_a_trailing_omitted_input_is_not_passed_to_the_step(tmp_path):
+    path = tmp_path / "m.onnx"
+    _onnx(path, [helper.make_node("Relu", ["x", ""], ["y"], name="relu")], [("x", TensorProto.FLOAT, [3])],
+          [("y", TensorProto.FLOAT, [3])])
+    np.save(tmp_path / "x.npy", np.array([-1, 0, 2], np.float32))
+    result = invoke_cli("run", ["run", path, "--input", f"x={tmp_path / 'x.npy'}", "-o", tmp_path / "out.npz"])
+    assert result.exit_code == 0, result.stderr  # run reads what it can run (onnx.checker and onnxruntime refuse)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y"], [0, 0, 2])  # ReLU, by hand
+    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "input size 2")
