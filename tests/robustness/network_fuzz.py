@@ -285,14 +285,17 @@ def main(argv=None) -> int:
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--only", default="", help="substring a base's name must contain")
+    parser.add_argument("--networks", default="", help="comma-separated torchvision network names to build bases "
+                        "of (default: all); the operator zoos are always built")
     options = parser.parse_args(argv)
     bases_folder = options.work / "bases"
     if not bases_folder.exists():  # in another process: OpenVINO's threads are not to be forked
         import subprocess
 
         subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
-                        "from tests.robustness.network_bases import build_bases; build_bases(Path(sys.argv[1]))",
-                        str(bases_folder)], check=True)
+                        "from tests.robustness.network_bases import build_bases; "
+                        "build_bases(Path(sys.argv[1]), sys.argv[2].split(',') if sys.argv[2] else None)",
+                        str(bases_folder), options.networks], check=True)
     bases = _existing(bases_folder)
     importlib.import_module("poolir.converter.cli")  # imported once, before the children fork
     bases = [b for b in bases if options.only in b.name]
