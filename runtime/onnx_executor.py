@@ -29,7 +29,8 @@ from poolir.ir.errors import (BudgetError, FeedError, InvalidModelError, PoolirE
 from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
-from poolir.runtime.onnx_model import default_opset, in_dependency_order, order_nodes, refuse_unsupported
+from poolir.runtime.onnx_model import (data_propagation_is_bounded, default_opset, in_dependency_order, order_nodes,
+                                      refuse_unsupported)
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
 from poolir.runtime.onnx_ops.registry import (ADAPTERS, NodeContext, arity_problem, first_opset, normalize_attributes,
@@ -75,7 +76,7 @@ def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None
     graph = model.graph  # inference is a planning aid only; the run-time checks remain
     planned = _without_large_initializers(model)
     # data_prop first: shapes computed by Shape -> Mul -> Expand are known too (the memory budget checks them)
-    for data_prop in (True, False):
+    for data_prop in (True, False) if data_propagation_is_bounded(planned) else (False,):
         try:
             graph = onnx.shape_inference.infer_shapes(planned, strict_mode=False, data_prop=data_prop).graph
             break
@@ -94,6 +95,13 @@ def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None
     return infos
 
 
+def _given(names: list[str]) -> list[str]:
+    """A node's inputs without the trailing "" (omitted optional inputs): what its step is called with."""
+    while names and not names[-1]:
+        names = names[:-1]
+    return names
+
+
 def _check_inputs(step, names: list[str], label: str) -> None:
     """The node gives every input its bound step requires, and no more than it accepts."""
     parameters = inspect.signature(step).parameters.values()
@@ -102,8 +110,7 @@ def _check_inputs(step, names: list[str], label: str) -> None:
     else:
         required = sum(1 for p in parameters if p.default is inspect.Parameter.empty)
         accepted = len(parameters)
-    while names and not names[-1]:
-        names = names[:-1]
+    names = _given(names)
     problem = arity_problem(label, required, accepted, len(names))
     if problem:
         raise UsageError(problem)
@@ -218,7 +225,7 @@ class OnnxProgram:
                 raise InvalidModelError(error.problem, file=self.source, where=label) from None
             except PoolirError as error:
                 raise error.located(file=self.source, where=label) from None
-            steps.append([step, list(node.input), outputs, label, ()])
+            steps.append([step, _given(list(node.input)), outputs, label, ()])
         # Release each intermediate value after its last use (graph outputs and constants are kept).
         keep = set(self.outputs)
         last_use: dict[str, int] = {}

@@ -9,11 +9,14 @@
 from __future__ import annotations
 
 import heapq
+import math
 import os
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from poolir.ir.errors import InvalidModelError, UnsupportedError, node_label, printable
 from poolir.ir.files import read_regular
@@ -179,8 +182,8 @@ def imported_opsets(model) -> dict[str, int]:
 
 
 def check_graph_names(model, source=None) -> None:
-    """One reading for every command: graph input and output names are text and unique (onnx.checker, which
-    only convert and inspect run, refuses the same)."""
+    """One reading for every command: graph input and output names are non-empty text and unique (onnx.checker,
+    which only convert and inspect run, refuses the same)."""
     graph = model.graph
     for what, values in (("input", graph.input), ("output", graph.output)):
         seen: set = set()
@@ -188,6 +191,8 @@ def check_graph_names(model, source=None) -> None:
             if isinstance(value.name, bytes):
                 raise InvalidModelError(f"a graph {what} name {printable(value.name)!r} is not valid UTF-8 text",
                                         file=source)
+            if not value.name:  # "" is ONNX's name for an omitted optional input, never a graph's value
+                raise InvalidModelError(f"a graph {what} has an empty name", file=source)
             if value.name in seen:
                 raise InvalidModelError(f"two graph {what}s are named '{printable(value.name)}'", file=source)
             seen.add(value.name)
@@ -231,3 +236,43 @@ def refuse_unsupported(model, opset: int, supports: Callable[[str], bool],
         nodes = f", {count} nodes" if count > 1 else ""
         described.append(f"{op_type} ({domain}, opset {version}{nodes}{later})")
     raise UnsupportedError(f"{doing}unsupported operators: {', '.join(described)}", file=source)
+
+
+# onnx.shape_inference's data_prop computes the values of shape computations (Shape, then these ops) as lists of
+# dims. A Reshape of such a value to a constant [n] makes n dims, in quadratic time (n = 10**6: 14 s and 480 MB;
+# a hostile 2**31 - 1: 22 GB), and a broadcast with a large constant as many: SHAPE_DATA_LIMIT bounds both (a
+# shape has at most 32 dims). Slice's bounds are left out: INT64_MAX is the usual "to the end".
+_DATA_PROPAGATING = ("Add", "Sub", "Mul", "Div", "Cast", "Concat", "Gather", "Reshape", "Squeeze", "Unsqueeze",
+                     "Identity", "Slice")
+SHAPE_DATA_LIMIT = 64
+
+
+def data_propagation_is_bounded(model) -> bool:
+    """Whether onnx.shape_inference.infer_shapes(model, data_prop=True) only builds small shape values: no shape
+    computation reads a constant of more than SHAPE_DATA_LIMIT elements, and every Reshape of a shape value has a
+    constant target of at most SHAPE_DATA_LIMIT elements. When not, infer without data_prop."""
+    graph = model.graph
+    constants = {init.name: init for init in graph.initializer}
+    constants.update((node.output[0], attribute.t) for node in graph.node if node.op_type == "Constant"
+                     and len(node.output) for attribute in node.attribute if attribute.name == "value")
+    shape_values: set[str] = set()
+    for node in graph.node:
+        if node.op_type in ("Shape", "Size"):
+            shape_values.update(node.output)
+            continue
+        if node.op_type not in _DATA_PROPAGATING or not any(name in shape_values for name in node.input):
+            continue
+        reads = node.input[:1] if node.op_type == "Slice" else node.input
+        if any(name in constants and math.prod(constants[name].dims) > SHAPE_DATA_LIMIT for name in reads):
+            return False
+        if node.op_type == "Reshape" and node.input[0] in shape_values:
+            if len(node.input) < 2 or node.input[1] not in constants:
+                return False
+            try:
+                target = np.asarray(numpy_helper.to_array(constants[node.input[1]]), np.float64)
+            except Exception:  # an unreadable constant: not for data_prop to decode
+                return False
+            if np.prod(target[target > 0]) > SHAPE_DATA_LIMIT:
+                return False
+        shape_values.update(node.output)
+    return True

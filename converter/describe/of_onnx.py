@@ -12,7 +12,7 @@ from onnx import helper, shape_inference
 from poolir.converter.describe.description import (LayerDescription, ModelDescription, PortDescription,
                                                    TensorDescription, dims_text)
 from poolir.ir.errors import InvalidModelError, node_label
-from poolir.runtime.onnx_model import load_onnx
+from poolir.runtime.onnx_model import data_propagation_is_bounded, load_onnx
 
 
 def describe_onnx(path: Path, warn: Callable[[str], None] | None = None) -> ModelDescription:
@@ -27,7 +27,8 @@ def describe_onnx(path: Path, warn: Callable[[str], None] | None = None) -> Mode
         if output.type.HasField("tensor_type"):
             output.type.tensor_type.ClearField("shape")
     try:
-        inferred_model = shape_inference.infer_shapes(bare, strict_mode=True, data_prop=True)
+        data_prop = data_propagation_is_bounded(bare)
+        inferred_model = shape_inference.infer_shapes(bare, strict_mode=True, data_prop=data_prop)
     except Exception as error:  # onnx reports inconsistent shapes as InferenceError
         problem = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise InvalidModelError(f"ONNX shape inference failed: {problem}", file=source) from None

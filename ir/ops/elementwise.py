@@ -54,13 +54,17 @@ def infer_binary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     shape = broadcast_shapes(a.shape, b.shape)
     fold = _FOLDABLE_BINARY.get(layer.type)
     integral = is_integer(a.element_type)
-    if a.value is not None and b.value is not None and integral:
-        if fold is not None:
-            return [folded(a.element_type, shape, fold(a.value, b.value))]
-        if layer.type == "Divide" and not np.any(b.value == 0):
-            quotient = (np.floor_divide(a.value, b.value) if layer.attrs["m_pythondiv"]
-                        else np.trunc(a.value / b.value))
-            return [folded(a.element_type, shape, quotient)]
+    # Integer values fold with numpy's wrap-around, silently (numpy's overflow warning would reach stderr);
+    # Mod and Divide by zero are left to the runtime kernels, which give what OpenVINO gives.
+    by_zero = b.value is not None and layer.type in ("Divide", "Mod") and np.any(b.value == 0)
+    if a.value is not None and b.value is not None and integral and not by_zero:
+        with np.errstate(all="ignore"):
+            if fold is not None:
+                return [folded(a.element_type, shape, fold(a.value, b.value))]
+            if layer.type == "Divide":
+                quotient = (np.floor_divide(a.value, b.value) if layer.attrs["m_pythondiv"]
+                            else np.trunc(a.value / b.value))
+                return [folded(a.element_type, shape, quotient)]
     return [TensorInfo(a.element_type, shape)]
 
 

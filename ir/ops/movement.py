@@ -146,6 +146,8 @@ def infer_unsqueeze(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
 def infer_concat(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     first = inputs[0]
     rank = len(first.shape)
+    if rank == 0:  # OpenVINO 2026.4: "Accessing out-of-range dimension" (ONNX Concat needs rank >= 1 too)
+        raise InvalidModelError("Concat needs inputs of rank >= 1, got a scalar")
     axis = normalize_axis(layer.attrs["axis"], rank)
     dims = list(first.shape)
     for other in inputs[1:]:
@@ -259,10 +261,15 @@ def infer_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     if any(v is None for v in (start, stop, step, axes)):
         return [TensorInfo(data.element_type, dynamic_shape(rank))]
     index = [slice(None)] * rank
+    seen = set()
     for begin, end, stride, axis in zip(*(np.ravel(v).tolist() for v in (start, stop, step, axes))):
         if stride == 0:
             raise InvalidModelError("a Slice step is 0")
-        index[normalize_axis(axis, rank)] = slice(begin, end, stride)
+        axis = normalize_axis(axis, rank)
+        if axis in seen:  # OpenVINO: "Slice values in `axes` input must be unique" (ONNX Slice: the same)
+            raise InvalidModelError(f"the Slice axes {np.ravel(axes).tolist()} name axis {axis} twice")
+        seen.add(axis)
+        index[axis] = slice(begin, end, stride)
     shape = _indexed_shape(data, tuple(index))
     if shape is None:
         dims = list(data.shape)
@@ -387,6 +394,18 @@ def infer_broadcast(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     return [TensorInfo(data.element_type, requested)]
 
 
+def _check_pad_mode_extent(mode: str, shape: tuple, begin: list[int], end: list[int]) -> None:
+    """OpenVINO 2026.4's Pad shape inference (pad_shape_inference.hpp) on every static dim D: edge needs D >= 1 and
+    reflect D >= 2 where a pad is positive; reflect needs both pads < D, symmetric both <= D (numpy would reflect
+    again past the edge)."""
+    for axis, (dim, b, e) in enumerate(zip(shape, begin, end)):
+        least, most = {"edge": (1, None), "reflect": (2, dim.min - 1), "symmetric": (0, dim.min)}.get(mode, (0, None))
+        if dim.is_static and ((b > 0 or e > 0) and dim.min < least or most is not None and max(b, e) > most):
+            raise InvalidModelError(f"pad_mode {mode}: pads {b}, {e} do not fit axis {axis} of size {dim.min} "
+                                    f"(OpenVINO needs size >= {least} to pad" + (f", pads <= {most})" if most is not
+                                                                                  None else ")"))
+
+
 @SHAPE_RULES.register("Pad")
 def infer_pad(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data, begin_info, end_info = inputs[:3]
@@ -410,6 +429,7 @@ def infer_pad(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
         raise InvalidModelError(f"pads_begin {begin} / pads_end {end} must have {rank} values")
     if layer.opset < 12 and min(begin + end) < 0:
         raise InvalidModelError(f"negative pads {begin} / {end} need Pad-12 (version opset12)")
+    _check_pad_mode_extent(layer.attrs["pad_mode"], data.shape, begin, end)
     dims = []
     for dim, b, e in zip(data.shape, begin, end):
         if dim.is_static:

@@ -25,10 +25,17 @@ from poolir.ir.shapes import TensorInfo
 BN_PORTS: dict[int, tuple[int, int, int, int, int]] = {1: (2, 0, 1, 3, 4), 5: (0, 1, 2, 3, 4)}
 
 
+_F32_MAX = 3.4028234663852886e38
+
+
 def _check_epsilon(attrs: Mapping[str, Any]) -> None:
+    """OpenVINO 2026.4 reads epsilon as a double and refuses NaN and negatives ("must be non negative value");
+    its CPU plugin then adds it to the variance as an f32 Constant, and refuses inf and anything above the
+    largest f32 ("inf assigned value out of range for f32"): such a layer never runs there."""
     epsilon = attrs.get("epsilon")
-    if epsilon is not None and not epsilon >= 0:  # NaN fails too
-        raise UsageError(f"attribute 'epsilon' = {epsilon!r}: must be >= 0")
+    if epsilon is not None and not 0 <= epsilon <= _F32_MAX:  # NaN fails too
+        raise UsageError(f"attribute 'epsilon' = {epsilon!r}: must be >= 0 and at most the largest f32 "
+                         f"({_F32_MAX:.8g})")
 
 
 def _check_lrn(attrs: Mapping[str, Any]) -> None:

@@ -199,6 +199,8 @@ def infer_adaptive_pool(layer: Layer, inputs: list[TensorInfo]) -> list[TensorIn
         raise InvalidModelError(f"the output shape input is {size.element_type} {shape_str(size.shape)}, expected a "
                                 "1-D i32 or i64 tensor")
     spatial_rank = len(data.shape) - 2
+    if any(d.is_static and d.min < 1 for d in data.shape[2:]):  # OpenVINO 2026.4 reads memory it never wrote
+        raise InvalidModelError(f"input {shape_str(data.shape)}: every spatial dim must be >= 1")
     if size.shape[0].is_static and size.shape[0].min != spatial_rank:
         raise InvalidModelError(f"the output shape input holds {size.shape[0].min} values for {spatial_rank} "
                                 "spatial axes")

@@ -21,7 +21,11 @@ def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool)
     work = accumulation_dtype(x.dtype) if is_float(x.dtype) else x.dtype
     source = x.astype(work, copy=False)
     if kind == "mean":
-        result = np.mean(source, axis=axis, keepdims=keepdims, dtype=work)
+        # np.mean's own sum and division, except over an empty axis: 0 there, as OpenVINO 2026.4 and onnxruntime
+        # compute it (the ONNX spec: "undefined"; np.mean: NaN and a "Mean of empty slice" warning on stderr).
+        total = np.sum(source, axis=axis, keepdims=keepdims, dtype=work)
+        count = source.size // np.size(total) if np.size(total) else 1  # the elements each output averages
+        result = np.asarray(np.true_divide(total, max(count, 1))).astype(work)
     elif kind == "sum":
         result = np.sum(source, axis=axis, keepdims=keepdims, dtype=work)
     elif kind == "prod":
