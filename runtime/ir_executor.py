@@ -139,7 +139,8 @@ class IRProgram:
                 continue
             where = layer_label(step.layer.name, step.layer.id, step.layer.type)
             try:
-                results = step.run([self._constants[slot] for slot in step.inputs])
+                with np.errstate(all="ignore"):  # as in Session.run: NaN, inf and wrapped integers are results
+                    results = step.run([self._constants[slot] for slot in step.inputs])
             except PoolirError as error:
                 raise error.located(file=self.file, where=where) from None
             except (ValueError, IndexError) as error:   # as a run reports them (execute)
