@@ -81,6 +81,9 @@ def verify_model(path: str | os.PathLike, *, peers: Sequence[str] = (), rtol: fl
         raise error.located(file=path) from None
 
 
+_SOURCE_PAIR = "--source checks an IR (.xml) against the ONNX (.onnx) it came from"
+
+
 def _verify_model(path: Path, peers, options, seed, inputs, inputs_source, expected, manifest, example,
                   input_shapes, note, source, locate_divergence, step) -> ModelReport:
     suffix = path.suffix.lower()
@@ -94,7 +97,7 @@ def _verify_model(path: Path, peers, options, seed, inputs, inputs_source, expec
     source_model = None
     if source is not None:
         if suffix != ".xml" or Path(source).suffix.lower() != ".onnx":
-            raise UsageError("--source checks an IR (.xml) against the ONNX (.onnx) it came from", file=source)
+            raise UsageError(_SOURCE_PAIR, file=source)
         source_model = load_onnx(source)
     if suffix == ".onnx":
         model, kind, warnings = load_onnx(path), "onnx", []
@@ -245,6 +248,9 @@ def verify_paths(paths: Sequence[str | os.PathLike] = (), *, peers: Sequence[str
         raise UsageError("--source takes one model file to check against it (an .xml), "
                          f"not {len(targets)} targets" if len(targets) != 1 else "--source takes a model file, "
                          "not a folder of examples", file=source)
+    if source is not None and (targets[0].suffix.lower() != ".xml" or Path(source).suffix.lower() != ".onnx"):
+        # A usage error, said once: not a model that failed in the report, the summary and the exit line.
+        raise UsageError(_SOURCE_PAIR, file=source)
     report = Report([], peers, options.rtol, options.atol, seed, dict(options.output_rtol),
                     dict(options.output_atol))
     for done, target in enumerate(targets):

@@ -182,3 +182,13 @@ def test_observe_reports_every_intermediate_tensor_in_order():
     oracle = onnxruntime_tensors(model, feeds, names)
     for name, value in seen:
         np.testing.assert_allclose(value, oracle[name], rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_source_with_the_wrong_kinds_of_file_is_one_usage_error(tmp_path):
+    # An .onnx checked against an .onnx: a usage error, said once (it was reported three times: as the model's
+    # error row, in the summary and as the exit line).
+    model = Path(__file__).resolve().parents[2] / "examples" / "maxpool_2d_ceil" / "model.onnx"
+    result = CliRunner().invoke(main, ["verify", str(model), "--source", str(model)])
+    assert result.exit_code == 2
+    assert result.output.count("--source checks an IR (.xml) against the ONNX (.onnx) it came from") == 1
+    assert "[ERROR]" not in result.output
