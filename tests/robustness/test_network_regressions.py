@@ -270,3 +270,23 @@ def test_a_trailing_omitted_input_is_not_passed_to_the_step(tmp_path):
     assert result.exit_code == 0, result.stderr  # run reads what it can run (onnx.checker and onnxruntime refuse)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y"], [0, 0, 2])  # ReLU, by hand
     _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "input size 2")
+
+
+# -- an integer Divide / FloorMod / Mod by a constant 0 was converted to an ONNX model onnxruntime refuses -------
+@pytest.mark.parametrize("layer_type", ["Divide", "FloorMod", "Mod"])
+def test_integer_division_by_a_constant_zero_is_not_converted(tmp_path, layer_type):
+    def build(b):
+        return b.add(layer_type, "opset1", [b.parameter("x", "i32", (3,)), b.const(np.array([1, 0, 2], np.int32))],
+                     name="divide")[0]
+    path = _write_ir(tmp_path, build)
+    result = invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.onnx"])
+    _one_line_error(result, path, "'divide'", "by a constant holding 0")
+    assert not (tmp_path / "m.onnx").exists()
+    # What the refusal avoids: onnxruntime does not load the ONNX that carries the same division.
+    graph = helper.make_graph([helper.make_node("Mod", ["x", "d"], ["y"], fmod=0)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.INT32, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [3])],
+                              [numpy_helper.from_array(np.array([1, 0, 2], np.int32), "d")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with pytest.raises(Exception, match="modulo by zero"):
+        onnxruntime_run(model, {"x": np.array([1, 2, 3], np.int32)})
