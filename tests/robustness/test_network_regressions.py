@@ -290,3 +290,24 @@ def test_integer_division_by_a_constant_zero_is_not_converted(tmp_path, layer_ty
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     with pytest.raises(Exception, match="modulo by zero"):
         onnxruntime_run(model, {"x": np.array([1, 2, 3], np.int32)})
+
+
+# -- a Broadcast target with a negative value was read as a dynamic dim (ONNX ConstantOfShape [-1, 2] converted) --
+def test_a_negative_broadcast_target_is_refused(tmp_path):
+    """OpenVINO folds a constant input and refuses, or runs and returns an empty axis ([2,3] to [-1,3]: [0,3])."""
+    def build(b):
+        target = b.const(np.array([2, 3], np.int64), name="target")
+        return b.add("Broadcast", "opset3", [b.const(np.ones((1, 3), np.float32)), target], {"mode": "numpy"},
+                     name="broadcast")[0]
+    path = _write_ir(tmp_path, build, {"target": np.array([-1, 3], np.int64)})
+    _openvino_refuses(path, "dynamic dimension")
+    _refused_by_every_command(path, "'broadcast'", "[-1, 3] holds a negative value")
+
+
+def test_constant_of_a_negative_shape_is_not_converted(tmp_path):
+    path = tmp_path / "m.onnx"
+    _onnx(path, [helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill")], [], [("y", TensorProto.FLOAT, None)],
+          [numpy_helper.from_array(np.array([-1, 2], np.int64), "s")])
+    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "negative value")
+    _one_line_error(invoke_cli("run", ["run", path]), path, "negative")
+    assert not (tmp_path / "m.xml").exists()
