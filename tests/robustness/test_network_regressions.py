@@ -311,3 +311,27 @@ def test_constant_of_a_negative_shape_is_not_converted(tmp_path):
     _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "negative value")
     _one_line_error(invoke_cli("run", ["run", path]), path, "negative")
     assert not (tmp_path / "m.xml").exists()
+
+
+# -- an input dim declared as a range ("32..128", as OpenVINO writes dynamic dims with bounds) bound nothing -----
+@pytest.mark.parametrize("shape, inside", [((1, 2, 40), True), ((2, 2, 32), True), ((3, 2, 40), False),
+                                           ((1, 2, 7), False), ((1, 2, 200), False)])
+def test_a_feed_outside_a_declared_dim_range_is_refused_as_openvino_refuses_it(tmp_path, shape, inside):
+    def build(b):
+        return b.add("ReLU", "opset1", [b.parameter("x", "f32", (1, 2, 40))], name="relu")[0]
+    path = _write_ir(tmp_path, build)
+    path.write_text(path.read_text().replace('shape="1,2,40"', 'shape="1..2,2,32..128"'))
+    feeds = {"x": np.ones(shape, np.float32)}
+    try:
+        openvino_run_xml(path, feeds)
+        openvino_accepts = True
+    except RuntimeError as error:
+        assert "incompatible" in str(error)
+        openvino_accepts = False
+    assert openvino_accepts == inside
+    np.save(tmp_path / "x.npy", feeds["x"])
+    result = invoke_cli("run", ["run", path, "--input", f"x={tmp_path / 'x.npy'}"])
+    if inside:
+        assert result.exit_code == 0, result.stderr
+    else:
+        _one_line_error(result, path, "input 'x'", "but the model declares the range")
