@@ -335,3 +335,20 @@ def test_a_feed_outside_a_declared_dim_range_is_refused_as_openvino_refuses_it(t
         assert result.exit_code == 0, result.stderr
     else:
         _one_line_error(result, path, "input 'x'", "but the model declares the range")
+
+
+# -- "dynamic batch set to 1" was printed before a failing run's error: two lines on stderr ----------------------
+def test_the_dynamic_batch_note_joins_the_error_of_a_failing_run(tmp_path):
+    path = tmp_path / "m.onnx"
+    weights = [numpy_helper.from_array(np.ones((2, 4, 1, 1), np.float32), "w")]
+    _onnx(path, [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [("x", TensorProto.FLOAT, ["n", 3, 2, 2])],
+          [("y", TensorProto.FLOAT, None)], weights)  # 3 channels for a 4-channel filter: fails at run time
+    for command in ("run", "verify"):
+        _one_line_error(invoke_cli(command, [command, path]), path, "'conv'")
+    assert "dynamic batch set to 1" in invoke_cli("run", ["run", path]).stderr
+    path_ok = tmp_path / "ok.onnx"
+    _onnx(path_ok, [helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, ["n", 3])],
+          [("y", TensorProto.FLOAT, None)])
+    for command in ("run", "verify"):
+        result = invoke_cli(command, [command, path_ok])
+        assert result.exit_code == 0 and "dynamic batch set to 1" in result.stderr, result.stderr
