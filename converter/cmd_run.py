@@ -23,7 +23,7 @@ from poolir.converter.input_shapes import input_shape_option
 from poolir.converter.json_errors import json_option
 from poolir.converter.npz import check_archive_names, load_archive, load_array, save_archive
 from poolir.ir.atomic import atomic_path, refuse_overwriting_inputs
-from poolir.ir.errors import UsageError, printable
+from poolir.ir.errors import PoolirError, UsageError, printable
 from poolir.ir.model import shape_str
 
 
@@ -92,8 +92,19 @@ def command(model, input_options, inputs_archive, input_shapes, seed, output, as
     for option in input_options:
         name, path = _parse_input_option(option)
         given[name] = load_array(path, f"input '{name}'")
-    specs = fix_shapes(session.inputs, input_shapes, model, given=list(given), note=_note)
-    outputs = session.run(complete_feeds(specs, given, seed, model))
+    notes: list[str] = []  # told after the run, or inside its error: a failed command prints one line
+    specs = fix_shapes(session.inputs, input_shapes, model, given=list(given), note=notes.append)
+    try:
+        outputs = session.run(complete_feeds(specs, given, seed, model))
+    except PoolirError as error:
+        if not notes:
+            raise
+        told = "; ".join(note.removeprefix(f"{model}: ") for note in notes)
+        extended = error.located()
+        PoolirError.__init__(extended, f"{error.problem} ({told})", file=error.file, where=error.where)
+        raise extended from None
+    for note in notes:
+        _note(note)
     # Everything is computed and checked before the output file is written: a failure leaves no file.
     summaries = [summarize(name, array) for name, array in outputs.items()]
     if output is not None:

@@ -219,9 +219,12 @@ def command(paths, source, peers, rtol, atol, inputs, input_shapes, seed, as_jso
     if report_file is not None:
         refuse_overwriting_inputs(report_file, _input_files(paths, inputs) + ([Path(source)] if source else []))
     progress = _Progress()
+    notes: list[str] = []  # told once the report is made; not when a model is invalid (then one error line)
     report = verify_paths(paths, peers=peers, rtol=list(rtol), atol=list(atol), seed=seed, inputs=inputs,
                           input_shapes=input_shapes, progress=progress, source=source, step=progress.step,
-                          note=lambda message: click.echo(message, err=True))
+                          note=notes.append)
+    for note in notes if not report.invalid else ():
+        click.echo(note, err=True)
     document = json.dumps(report.to_dict(), indent=2) + "\n"
     if report_file is not None:
         write_files_atomically({report_file: document.encode()})

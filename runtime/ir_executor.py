@@ -194,7 +194,8 @@ class IRProgram:
         if isinstance(shape, str):
             raise InvalidModelError(f"the Parameter's shape {shape!r} was not parsed")
         dims = tuple(dim.value for dim in shape)
-        self.inputs.append(TensorSpec(name, dtype_of(str(element_type)), dims))
+        ranged = any(not dim.is_static and (dim.min > 0 or dim.max is not None) for dim in shape)
+        self.inputs.append(TensorSpec(name, dtype_of(str(element_type)), dims, tuple(shape) if ranged else None))
         self._parameters.append((name, outputs[0]))
 
     def _plan_const(self, layer: Layer, outputs: tuple[int, ...]) -> None:

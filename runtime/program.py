@@ -10,7 +10,7 @@ from typing import Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from poolir.ir.model import shape_str
+from poolir.ir.model import Dim, shape_str
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +20,9 @@ class TensorSpec:
     name: str
     dtype: np.dtype
     shape: tuple[int | None, ...] | None  # None: the model does not declare the rank
+    # The declared dims when some dynamic one is a range (IR "1..8"): a feed must fall inside (OpenVINO refuses
+    # "Can't set the input tensor ... incompatible" otherwise). None: only the static dims bind.
+    ranges: tuple[Dim, ...] | None = None
 
     def shape_text(self) -> str:
         """The shape in the one notation of messages (ir.model.shape_str): [?,3,32,32]."""

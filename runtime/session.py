@@ -116,6 +116,10 @@ class Session:
                 if declared is not None and actual != declared:
                     raise FeedError(f"dim {axis} is {actual} (shape {shape_str(array.shape)}) but the model declares "
                                     f"{declared} (shape {spec.shape_text()})", file=self.source, where=where)
+            for axis, (actual, dim) in enumerate(zip(array.shape, spec.ranges or ())):
+                if actual < dim.min or dim.max is not None and actual > dim.max:
+                    raise FeedError(f"dim {axis} is {actual} (shape {shape_str(array.shape)}) but the model declares "
+                                    f"the range {dim} (shape {shape_str(spec.ranges)})", file=self.source, where=where)
 
 
 def run(model: Any, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -47,7 +47,18 @@ def _check_mod(context: Context, what: str) -> None:
     context.check_opset(since, f"{what} needs Mod, from opset {since}")
 
 
+def _refuse_integer_division_by_zero(context: Context, layer: Layer) -> None:
+    """An integer Divide, FloorMod or Mod by a constant holding 0 gives OpenVINO's value for it (see the kernels);
+    ONNX leaves integer division by zero undefined, and onnxruntime refuses such a model ("Integer modulo by
+    zero"): nothing carries the meaning."""
+    divisor = context.constant(layer, 1)
+    if divisor is not None and _is_integer(context.input_info(layer, 0).element_type) and np.any(divisor == 0):
+        raise ConversionError(f"integer {layer.type} by a constant holding 0: ONNX leaves integer division by zero "
+                              "undefined (onnxruntime refuses the model), OpenVINO gives a value")
+
+
 def divide(context: Context, layer: Layer) -> None:
+    _refuse_integer_division_by_zero(context, layer)
     a, b = context.input(layer, 0), context.input(layer, 1)
     output = context.name_output(layer, 0)
     if _is_integer(context.input_info(layer, 0).element_type) and layer.attrs.get("m_pythondiv", True):
@@ -63,6 +74,7 @@ def divide(context: Context, layer: Layer) -> None:
 
 
 def floor_mod(context: Context, layer: Layer) -> None:
+    _refuse_integer_division_by_zero(context, layer)
     a, b = context.input(layer, 0), context.input(layer, 1)
     output = context.name_output(layer, 0)
     if _is_integer(context.input_info(layer, 0).element_type):
@@ -77,6 +89,7 @@ def floor_mod(context: Context, layer: Layer) -> None:
 
 def mod(context: Context, layer: Layer) -> None:
     """Mod-1 (the dividend's sign) is ONNX Mod with fmod=1, for integers and floats alike."""
+    _refuse_integer_division_by_zero(context, layer)
     _check_mod(context, "Mod")
     context.node_into("Mod", [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
                       layer.name, fmod=1)

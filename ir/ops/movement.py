@@ -383,6 +383,10 @@ def infer_broadcast(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
         if mode == "bidirectional":
             rank = max(rank, len(data.shape))
         return [TensorInfo(data.element_type, dynamic_shape(rank))]
+    # Not a dynamic dim. OpenVINO 2026.4 infers ? there, then returns an empty axis whatever the input ([2,3] to
+    # [-1,3] gives [0,3]), and refuses the layer when it folds a constant input: refused here.
+    if np.any(np.ravel(target.value) < 0):
+        raise InvalidModelError(f"the Broadcast target shape {np.ravel(target.value).tolist()} holds a negative value")
     requested = static_shape(np.ravel(target.value))
     if mode == "bidirectional":
         return [TensorInfo(data.element_type, broadcast_shapes(data.shape, requested))]

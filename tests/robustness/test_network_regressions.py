@@ -270,3 +270,85 @@ def test_a_trailing_omitted_input_is_not_passed_to_the_step(tmp_path):
     assert result.exit_code == 0, result.stderr  # run reads what it can run (onnx.checker and onnxruntime refuse)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y"], [0, 0, 2])  # ReLU, by hand
     _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "input size 2")
+
+
+# -- an integer Divide / FloorMod / Mod by a constant 0 was converted to an ONNX model onnxruntime refuses -------
+@pytest.mark.parametrize("layer_type", ["Divide", "FloorMod", "Mod"])
+def test_integer_division_by_a_constant_zero_is_not_converted(tmp_path, layer_type):
+    def build(b):
+        return b.add(layer_type, "opset1", [b.parameter("x", "i32", (3,)), b.const(np.array([1, 0, 2], np.int32))],
+                     name="divide")[0]
+    path = _write_ir(tmp_path, build)
+    result = invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.onnx"])
+    _one_line_error(result, path, "'divide'", "by a constant holding 0")
+    assert not (tmp_path / "m.onnx").exists()
+    # What the refusal avoids: onnxruntime does not load the ONNX that carries the same division.
+    graph = helper.make_graph([helper.make_node("Mod", ["x", "d"], ["y"], fmod=0)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.INT32, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [3])],
+                              [numpy_helper.from_array(np.array([1, 0, 2], np.int32), "d")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with pytest.raises(Exception, match="modulo by zero"):
+        onnxruntime_run(model, {"x": np.array([1, 2, 3], np.int32)})
+
+
+# -- a Broadcast target with a negative value was read as a dynamic dim (ONNX ConstantOfShape [-1, 2] converted) --
+def test_a_negative_broadcast_target_is_refused(tmp_path):
+    """OpenVINO folds a constant input and refuses, or runs and returns an empty axis ([2,3] to [-1,3]: [0,3])."""
+    def build(b):
+        target = b.const(np.array([2, 3], np.int64), name="target")
+        return b.add("Broadcast", "opset3", [b.const(np.ones((1, 3), np.float32)), target], {"mode": "numpy"},
+                     name="broadcast")[0]
+    path = _write_ir(tmp_path, build, {"target": np.array([-1, 3], np.int64)})
+    _openvino_refuses(path, "dynamic dimension")
+    _refused_by_every_command(path, "'broadcast'", "[-1, 3] holds a negative value")
+
+
+def test_constant_of_a_negative_shape_is_not_converted(tmp_path):
+    path = tmp_path / "m.onnx"
+    _onnx(path, [helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill")], [], [("y", TensorProto.FLOAT, None)],
+          [numpy_helper.from_array(np.array([-1, 2], np.int64), "s")])
+    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "negative value")
+    _one_line_error(invoke_cli("run", ["run", path]), path, "negative")
+    assert not (tmp_path / "m.xml").exists()
+
+
+# -- an input dim declared as a range ("32..128", as OpenVINO writes dynamic dims with bounds) bound nothing -----
+@pytest.mark.parametrize("shape, inside", [((1, 2, 40), True), ((2, 2, 32), True), ((3, 2, 40), False),
+                                           ((1, 2, 7), False), ((1, 2, 200), False)])
+def test_a_feed_outside_a_declared_dim_range_is_refused_as_openvino_refuses_it(tmp_path, shape, inside):
+    def build(b):
+        return b.add("ReLU", "opset1", [b.parameter("x", "f32", (1, 2, 40))], name="relu")[0]
+    path = _write_ir(tmp_path, build)
+    path.write_text(path.read_text().replace('shape="1,2,40"', 'shape="1..2,2,32..128"'))
+    feeds = {"x": np.ones(shape, np.float32)}
+    try:
+        openvino_run_xml(path, feeds)
+        openvino_accepts = True
+    except RuntimeError as error:
+        assert "incompatible" in str(error)
+        openvino_accepts = False
+    assert openvino_accepts == inside
+    np.save(tmp_path / "x.npy", feeds["x"])
+    result = invoke_cli("run", ["run", path, "--input", f"x={tmp_path / 'x.npy'}"])
+    if inside:
+        assert result.exit_code == 0, result.stderr
+    else:
+        _one_line_error(result, path, "input 'x'", "but the model declares the range")
+
+
+# -- "dynamic batch set to 1" was printed before a failing run's error: two lines on stderr ----------------------
+def test_the_dynamic_batch_note_joins_the_error_of_a_failing_run(tmp_path):
+    path = tmp_path / "m.onnx"
+    weights = [numpy_helper.from_array(np.ones((2, 4, 1, 1), np.float32), "w")]
+    _onnx(path, [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [("x", TensorProto.FLOAT, ["n", 3, 2, 2])],
+          [("y", TensorProto.FLOAT, None)], weights)  # 3 channels for a 4-channel filter: fails at run time
+    for command in ("run", "verify"):
+        _one_line_error(invoke_cli(command, [command, path]), path, "'conv'")
+    assert "dynamic batch set to 1" in invoke_cli("run", ["run", path]).stderr
+    path_ok = tmp_path / "ok.onnx"
+    _onnx(path_ok, [helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, ["n", 3])],
+          [("y", TensorProto.FLOAT, None)])
+    for command in ("run", "verify"):
+        result = invoke_cli(command, [command, path_ok])
+        assert result.exit_code == 0 and "dynamic batch set to 1" in result.stderr, result.stderr
