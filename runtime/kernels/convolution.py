@@ -62,6 +62,9 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, window
     floor rounding); strides, dilations and pads come from it. Returns a fresh array of x's dtype.
     """
     x, w, bias = _checked(x, w, bias, windows, groups)
+    out = tuple(window.output for window in windows)
+    if w.shape[0] == 0 or x.shape[0] == 0:   # no filters or no images: an empty result (OpenVINO's too)
+        return np.zeros(x.shape[:1] + w.shape[:1] + out, dtype=x.dtype)
     acc = accumulation_dtype(x.dtype)
     check_allocation(x.shape[:1] + w.shape[:1] + tuple(window.output for window in windows),
                      acc.itemsize + (x.itemsize if acc != x.dtype else 0), "the convolution output")

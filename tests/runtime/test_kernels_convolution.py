@@ -317,3 +317,13 @@ def test_big_endian_input_and_empty_batch():
     y = conv(np.array([[[1, 2, 3]]], dtype=">f4"), w, windows=windows([3], [2]))
     assert y.dtype == np.float32 and y.tolist() == [[[3, 5]]]
     assert conv(np.ones((0, 1, 3), np.float32), w, windows=windows([3], [2])).shape == (0, 1, 2)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, groups", [((1, 4, 5, 5), (0, 4, 3, 3), 1), ((1, 4, 5, 5), (0, 1, 3, 3), 4),
+                                                      ((0, 4, 5, 5), (2, 4, 3, 3), 1)],
+                         ids=["no-filters", "no-filters-grouped", "no-images"])
+def test_no_filters_or_no_images_give_an_empty_result(x_shape, w_shape, groups):
+    # OpenVINO returns an empty tensor for a Convolution with 0 output channels; numpy's reshape used to raise.
+    y = conv(np.ones(x_shape, np.float32), np.ones(w_shape, np.float32),
+             windows=windows([5, 5], [3, 3], None, None, [1, 1], [1, 1]), groups=groups)
+    assert y.shape == (x_shape[0], w_shape[0], 5, 5) and y.dtype == np.float32
