@@ -72,10 +72,15 @@ def _conv_attributes(kernel, stride, padding, groups) -> dict:
 
 
 def conv(net: Net, x: str, out_channels: int, kernel, stride=1, padding=0, groups=1, bias=True,
-         module="conv") -> str:
-    """nn.Conv2d not followed by a BatchNorm."""
+         module="conv", max_weight_sum=None) -> str:
+    """nn.Conv2d not followed by a BatchNorm. `max_weight_sum` rescales each filter so the sum of its |weights|
+    stays below it: below 1, no partial sum over inputs of magnitude <= M can leave [-M, M], whatever order an
+    engine sums in."""
     in_channels = net.channels(x)
     weight = net.he_normal(out_channels, in_channels // groups, *_pair(kernel))
+    if max_weight_sum is not None:
+        sums = np.abs(weight).reshape(out_channels, -1).sum(axis=1)
+        weight = (weight * (max_weight_sum / np.maximum(sums, max_weight_sum))[:, None, None, None]).astype(np.float32)
     bias_values = net.normal(0.01, out_channels) if bias else None
     with _scope(net, module):
         inputs = [x, net.param("weight", weight)] + ([net.param("bias", bias_values)] if bias else [])
