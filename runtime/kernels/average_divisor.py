@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from typing import Literal, Sequence
 
 import numpy as np
@@ -42,6 +43,39 @@ def average_divisor(windows: tuple[AxisWindow, ...], kinds: tuple[str, ...], dty
     return divisor, zero_axes
 
 
+# numpy divides by a divisor broadcast over the leading (batch, channel) axes one leading block at a time, at
+# a fixed cost per block; a divisor repeated over several blocks, up to this size, lets one call cover them
+# (W2, 192 blocks of 28x28: 20 -> 14 us). Same divisions, same bits.
+_TILED_DIVISOR_BYTES = 64 << 10
+
+
+def divide_by_counts(total: np.ndarray, windows: tuple[AxisWindow, ...], kinds: tuple[str, ...]):
+    """total /= the average's divisor, in place; returns the zero-count windows (see average_divisor)."""
+    divisor, zero_axes = average_divisor(windows, kinds, total.dtype)
+    spatial = total.shape[total.ndim - len(windows):]
+    block = math.prod(spatial)
+    if isinstance(divisor, np.ndarray) and total.flags.c_contiguous and total.size:
+        tiled = _tiled_divisor(windows, kinds, total.dtype, spatial, total.size // block)
+        flat = total.reshape(-1, tiled.size)
+        np.divide(flat, tiled, out=flat)
+    else:
+        np.divide(total, divisor, out=total)
+    return zero_axes
+
+
+@functools.lru_cache(maxsize=64)
+def _tiled_divisor(windows, kinds, dtype, spatial, blocks: int) -> np.ndarray:
+    """The divisor over `spatial`, flat and repeated over the largest number of leading blocks that divides
+    `blocks` and keeps it within _TILED_DIVISOR_BYTES (read-only)."""
+    divisor, _ = average_divisor(windows, kinds, dtype)
+    one = np.broadcast_to(divisor, spatial).reshape(-1)
+    most = max(1, _TILED_DIVISOR_BYTES // max(1, one.nbytes))
+    repeat = max(k for k in range(1, min(most, blocks) + 1) if blocks % k == 0)
+    tiled = np.tile(one, repeat)
+    tiled.flags.writeable = False
+    return tiled
+
+
 def _broadcast_product(counts: Sequence[np.ndarray], dtype: np.dtype):
     """The product of per-axis count vectors, broadcast over the trailing axes (a scalar when uniform).
 
@@ -75,4 +109,4 @@ def fill_positions(y: np.ndarray, zero_axes, value) -> None:
         y[tuple(region)] = value
 
 
-__all__ = ["DIVISORS", "Divisor", "average_divisor", "divisor_kinds", "fill_positions"]
+__all__ = ["DIVISORS", "Divisor", "average_divisor", "divide_by_counts", "divisor_kinds", "fill_positions"]

@@ -33,7 +33,7 @@ import numpy as np
 from poolir.ir.errors import UnsupportedError, UsageError
 from poolir.ir.geometry import AxisWindow
 from poolir.runtime.kernels.argmax import IndexLayout, argmax_indices
-from poolir.runtime.kernels.average_divisor import DIVISORS, average_divisor, divisor_kinds, fill_positions
+from poolir.runtime.kernels.average_divisor import DIVISORS, divide_by_counts, divisor_kinds, fill_positions
 from poolir.runtime.kernels.precision import is_float
 from poolir.runtime.kernels.separable import separable_reduce
 from poolir.runtime.kernels.window_plan import axis_plans
@@ -88,8 +88,7 @@ def avg_pool(x: np.ndarray, windows: Sequence[AxisWindow], *, divisor: str | Seq
     kinds = divisor_kinds(divisor, len(windows))
     wide = widened(x, acc)
     total = separable_reduce(wide, windows, np.add, 0, fresh_result=acc == x.dtype)
-    divisor_nd, zero_axes = average_divisor(tuple(windows), kinds, acc)
-    np.divide(total, divisor_nd, out=total)
+    zero_axes = divide_by_counts(total, tuple(windows), kinds)
     fill_positions(total, zero_axes, empty_value)
     return total.astype(x.dtype, copy=False)
 
