@@ -1,0 +1,89 @@
+"""Edge values (empty axes, NaN and infinite attributes, negative integer exponents, infinite bounds, values
+outside an integer type) that once crashed poolir or gave another number than the engine of their world: each
+case against onnxruntime (the ONNX world), OpenVINO's CPU plugin (the IR world) or a value the spec states."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from poolir import ir, runtime
+from tests.peers import onnxruntime_run, openvino_run_xml
+from tests.robustness.cli_check import invoke_cli
+
+NUMPY_TO_ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
+                 np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.int32): TensorProto.INT32,
+                 np.dtype(np.int64): TensorProto.INT64, np.dtype(np.int8): TensorProto.INT8,
+                 np.dtype(np.uint8): TensorProto.UINT8}
+NUMPY_TO_IR = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", np.dtype(np.float64): "f64",
+               np.dtype(ml_dtypes.bfloat16): "bf16", np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
+               np.dtype(np.int8): "i8", np.dtype(np.uint8): "u8"}
+
+
+def _onnx_one_node(node, inputs, outputs, initializers=(), opset=18) -> onnx.ModelProto:
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(*i) for i in inputs],
+                              [helper.make_tensor_value_info(*o) for o in outputs], initializer=list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _ir_file(folder, build) -> str:
+    """An IR file of `build(b) -> output`, its one Result named y."""
+    b = ir.GraphBuilder("edge")
+    b.result(build(b), "y")
+    path = folder / "edge.xml"
+    ir.write_model(b.build(), path)
+    return path
+
+
+def _one_line_error(result, path, *fragments) -> str:
+    assert result.exit_code == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert str(path) in line and all(f in line for f in fragments), line
+    return line
+
+
+# -- ReduceMax/ReduceMin over an axis of length 0 raised numpy's "zero-size array" error in both worlds ---------
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.int64, np.int8, np.uint8])
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin", "ReduceLogSumExp"])
+def test_onnx_reduction_over_an_empty_axis_gives_its_identity_like_onnxruntime(op, dtype):
+    dtype = np.dtype(dtype)
+    if op == "ReduceLogSumExp" and dtype in (np.int8, np.uint8):
+        pytest.skip("onnxruntime 1.31 has no ReduceLogSumExp kernel for this type")
+    model = _onnx_one_node(helper.make_node(op, ["x", "axes"], ["y"], keepdims=0),
+                           [("x", NUMPY_TO_ONNX[dtype], [2, 0, 3])], [("y", NUMPY_TO_ONNX[dtype], [2, 3])],
+                           [helper.make_tensor("axes", TensorProto.INT64, [1], [1])])
+    feeds = {"x": np.zeros((2, 0, 3), dtype)}
+    expected = onnxruntime_run(model, feeds)["y"]
+    got = runtime.run(model, feeds)["y"]
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_onnx_integer_and_float_log_sum_exp_of_finite_values_match_onnxruntime(dtype):
+    # Integer ReduceLogSumExp raised OverflowError even over a non-empty axis (an -inf initial for an int max).
+    model = _onnx_one_node(helper.make_node("ReduceLogSumExp", ["x", "axes"], ["y"], keepdims=0),
+                           [("x", NUMPY_TO_ONNX[np.dtype(dtype)], [4, 3])], [("y", NUMPY_TO_ONNX[np.dtype(dtype)], [4])],
+                           [helper.make_tensor("axes", TensorProto.INT64, [1], [1])])
+    feeds = {"x": np.array([[0, 0, 0], [1, 2, 3], [-5, 100, 100], [1000, -1000, 7]], dtype)}
+    np.testing.assert_allclose(runtime.run(model, feeds)["y"], onnxruntime_run(model, feeds)["y"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.int64,
+                                   np.int8, np.uint8])
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+def test_ir_reduction_over_an_empty_axis_gives_openvinos_finite_extremes(tmp_path, op, dtype):
+    dtype = np.dtype(dtype)
+
+    def build(b):
+        x = b.parameter("x", NUMPY_TO_IR[dtype], (2, 0, 3))
+        return b.add(op, "opset1", [x, b.const(np.array([1], np.int64))], {"keep_dims": False})[0]
+    path = _ir_file(tmp_path, build)
+    feeds = {"x": np.zeros((2, 0, 3), dtype)}
+    expected = openvino_run_xml(path, feeds)["y"]
+    got = runtime.run(ir.read_model(path), feeds)["y"]
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
