@@ -87,3 +87,38 @@ def test_ir_reduction_over_an_empty_axis_gives_openvinos_finite_extremes(tmp_pat
     got = runtime.run(ir.read_model(path), feeds)["y"]
     assert got.dtype == expected.dtype
     np.testing.assert_array_equal(got, expected)
+
+
+# -- HardSigmoid with a NaN or infinite alpha or beta: poolir's IR run gave NaN where OpenVINO gives 1 ----------
+_HARD_SIGMOID_INPUT = np.array([-2, -0.5, 0, 0.5, 2, np.inf, -np.inf, np.nan], np.float32)
+_NON_FINITE_ALPHA_BETA = [(np.nan, 0.5), (0.2, np.nan), (np.inf, 0.5), (-np.inf, 0.5), (0.2, np.inf),
+                          (0.2, -np.inf), (np.inf, -np.inf)]
+
+
+def _hard_sigmoid_ir(folder, alpha, beta):
+    def build(b):
+        x = b.parameter("x", "f32", _HARD_SIGMOID_INPUT.shape)
+        coefficients = [b.const(np.array(v, np.float32)) for v in (alpha, beta)]
+        return b.add("HardSigmoid", "opset1", [x, *coefficients], name="hs")[0]
+    return _ir_file(folder, build)
+
+
+@pytest.mark.parametrize("alpha, beta", _NON_FINITE_ALPHA_BETA)
+def test_ir_hard_sigmoid_with_non_finite_coefficients_follows_openvino(tmp_path, alpha, beta):
+    path = _hard_sigmoid_ir(tmp_path, alpha, beta)
+    feeds = {"x": _HARD_SIGMOID_INPUT}
+    np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], openvino_run_xml(path, feeds)["y"])
+    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "hs.onnx"]), path, "'hs'", "no exact ONNX")
+
+
+@pytest.mark.parametrize("alpha, beta", _NON_FINITE_ALPHA_BETA)
+def test_onnx_hard_sigmoid_with_non_finite_coefficients_runs_like_onnxruntime_and_is_not_converted(tmp_path, alpha,
+                                                                                                  beta):
+    model = _onnx_one_node(helper.make_node("HardSigmoid", ["x"], ["y"], alpha=alpha, beta=beta, name="hs"),
+                           [("x", TensorProto.FLOAT, [8])], [("y", TensorProto.FLOAT, [8])])
+    feeds = {"x": _HARD_SIGMOID_INPUT}
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y"], onnxruntime_run(model, feeds)["y"])
+    path = tmp_path / "hs.onnx"
+    onnx.save(model, path)
+    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "hs.xml"]), path, "'hs'", "no exact IR")
+    assert not (tmp_path / "hs.xml").exists()
