@@ -168,3 +168,44 @@ def test_ir_integer_power_matches_openvino(tmp_path, dtype, constant):
     path = _ir_file(tmp_path, build)
     feeds = {} if constant else {"a": base, "b": exponent}
     np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], openvino_run_xml(path, feeds)["y"])
+
+
+# -- u1: OpenVINO writes its ports as precision "BIN", which poolir refused to read; a u1 Parameter or Convert
+# -- ran as bool, where OpenVINO's CPU plugin refuses both -------------------------------------------------------
+def _openvino_ir(path, build) -> str:
+    import openvino as ov
+    import openvino.opset13 as ops
+    parameter, output = build(ov, ops)
+    ov.save_model(ov.Model([ops.result(output)], [parameter]), str(path))
+    return path
+
+
+def test_a_packed_u1_const_written_by_openvino_reads_runs_and_round_trips(tmp_path):
+    bits = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 1], bool)
+
+    def build(ov, ops):
+        packed = ov.Tensor(ov.Type.u1, [bits.size])
+        packed.data[:] = np.packbits(bits)
+        x = ops.parameter([bits.size], ov.Type.f32, name="x")
+        return x, ops.add(x, ops.convert(ops.constant(packed), "f32"))
+    path = _openvino_ir(tmp_path / "u1.xml", build)
+    assert b'precision="BIN"' in path.read_bytes()
+    feeds = {"x": np.zeros(bits.size, np.float32)}
+    (got,) = runtime.run(ir.read_model(path), feeds).values()
+    np.testing.assert_array_equal(got, bits.astype(np.float32))
+    ir.write_model(ir.read_model(path), tmp_path / "again.xml")
+    assert (tmp_path / "again.xml").read_bytes() == path.read_bytes()
+    assert (tmp_path / "again.bin").read_bytes() == path.with_suffix(".bin").read_bytes()
+
+
+@pytest.mark.parametrize("where", ["Parameter", "Convert"])
+def test_a_u1_parameter_or_convert_is_refused_as_openvinos_cpu_plugin_refuses_it(tmp_path, where):
+    def build(ov, ops):
+        if where == "Parameter":
+            x = ops.parameter([2, 3], ov.Type.u1, name="x")
+            return x, ops.convert(x, "f32")
+        x = ops.parameter([2, 3], ov.Type.f32, name="x")
+        return x, ops.convert(x, "u1")
+    path = _openvino_ir(tmp_path / "u1.xml", build)
+    for command in (["run", path], ["inspect", path], ["convert", path, "-o", tmp_path / "u1.onnx"]):
+        _one_line_error(invoke_cli(command[0], command), path, where, "u1 is not supported")
