@@ -26,6 +26,7 @@ DTYPES: dict[str, np.dtype] = {
 PRECISIONS: dict[str, str] = {
     "FP16": "f16", "BF16": "bf16", "FP32": "f32", "FP64": "f64",
     "I8": "i8", "U8": "u8", "I32": "i32", "I64": "i64", "BOOL": "boolean", "U1": "u1",
+    "BIN": "u1",  # what OpenVINO 2026.4's serializer writes for u1 (last: u1 is written back as BIN)
 }
 PRECISION_OF: dict[str, str] = {v: k for k, v in PRECISIONS.items()}
 
@@ -39,6 +40,15 @@ def dtype_of(element_type: str) -> np.dtype:
     except KeyError:
         raise UnsupportedError(
             f"element type {element_type!r} is not supported (supported: {', '.join(DTYPES)})") from None
+
+
+def check_computable(element_type: str, what: str) -> None:
+    """Refuse a computed tensor of type u1: OpenVINO 2026.4's CPU plugin runs none ("Input image format u1 is
+    not supported" for a Parameter; a Convert to u1 fails at its output), and poolir reads u1 only as the packed
+    bits of a Const."""
+    if element_type == "u1":
+        raise UnsupportedError(f"{what} u1 is not supported: only a Const may hold packed u1 bits (OpenVINO's CPU "
+                               "plugin computes no u1 tensor)")
 
 
 def is_integer(element_type: str) -> bool:

@@ -64,6 +64,9 @@ def _hard_sigmoid_node(context: Context, layer: Layer, source: str, outputs: lis
 def hard_sigmoid(context: Context, layer: Layer) -> None:
     alpha, beta = _scalar(context, layer, 1, "alpha"), _scalar(context, layer, 2, "beta")
     for what, value in (("alpha", alpha), ("beta", beta)):
+        if not math.isfinite(value):
+            raise ConversionError(f"HardSigmoid {what} {value!r}: where alpha * x + beta is NaN, OpenVINO gives 1 "
+                                  f"and ONNX NaN, so no exact ONNX exists")
         if float(np.float32(value)) != value:
             raise ConversionError(f"HardSigmoid {what} {value!r} is not a float32 value, and ONNX's attribute is")
     _hard_sigmoid_node(context, layer, context.input(layer, 0), [context.name_output(layer, 0)], alpha, beta)

@@ -11,7 +11,8 @@
 
 Where the meanings differ (pinned in tests/converter/test_activation_converters.py):
 - NaN: ONNX keeps NaN through Relu, Clip and HardSigmoid; OpenVINO's ReLU gives 0, Clamp gives min,
-  HardSigmoid 1. Conversions are exact for inputs without NaN (and, for Softmax, without +inf).
+  HardSigmoid 1. Conversions are exact for inputs without NaN (and, for Softmax, without +inf). A HardSigmoid
+  alpha or beta that is NaN or infinite makes NaN (inf * 0, inf - inf) from finite inputs: refused.
 - HardSwish: OpenVINO's CPU HSwish computes ONNX HardSwish's formula bit for bit (its spec's formula,
   x * min(max(x + 3, 0), 6) / 6, would differ by up to 1024 ulps near x = -3; runtime/kernels/activation.py).
 - OpenVINO's own frontend is wrong for Softmax-11 (opsets 11 and 12) only: it writes SoftMax along `axis`
@@ -49,6 +50,10 @@ def plain(node: OnnxNode) -> list[Value]:
 
 def hard_sigmoid(node: OnnxNode) -> list[Value]:
     x, attrs = node.checked_single_input()
+    for what in ("alpha", "beta"):
+        if not math.isfinite(attrs[what]):
+            raise ConversionError(f"HardSigmoid {what} {attrs[what]!r}: where alpha * x + beta is NaN, ONNX gives "
+                                  f"NaN and OpenVINO 1, so no exact IR exists")
     alpha, beta = node.const(attrs["alpha"], x.element_type), node.const(attrs["beta"], x.element_type)
     return _same_shape(node, x, node.add("HardSigmoid", [x.ref, alpha, beta], name=node.name)[0])
 

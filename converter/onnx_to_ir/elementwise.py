@@ -9,6 +9,9 @@ which runs each case in onnxruntime and in OpenVINO 2026.4 on CPU):
 - Integer Div: ONNX truncates toward zero (onnxruntime, i32 [-7, 7] / [2, -2] -> [-3, -3]); OpenVINO Divide
   floors by default (m_pythondiv=true: its spec and its constant folding give [-4, -4]). poolir writes
   m_pythondiv=false, which truncates in the spec, the reference and the CPU plugin alike.
+- Integer Pow: onnxruntime computes std::pow in double and truncates (2 ** -1 -> 0; a result outside the type,
+  or 0 ** -1, gives its minimum); OpenVINO's CPU plugin computes in float32 (i64 as i32), so the two agree on
+  i32 results up to 2**24 and past int32, and differ by float32 rounding between (as integer Divide does).
 - Mod: fmod=0 takes the divisor's sign (Python's %), which is IR FloorMod for integers. For floats (allowed
   with fmod=0 by the newest spec) OpenVINO's FloorMod differs at infinities and signed zeros (the onnx backend
   case test_mod_float_edge_cases_fmod_0_float32: ONNX [-0, 0, 0, -0, inf, 3, -1, -inf, nan...], OpenVINO

@@ -8,7 +8,7 @@ from typing import Callable
 import numpy as np
 
 from poolir.ir.attributes import BOOL, ELEMENT_TYPE, STR, Attr, OpVersion
-from poolir.ir.element_types import is_integer
+from poolir.ir.element_types import check_computable, is_integer
 from poolir.ir.errors import InvalidModelError
 from poolir.ir.model import Layer, shape_str
 from poolir.ir.registry import ShapeRules
@@ -78,6 +78,7 @@ def infer_unary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
 def infer_convert(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     (data,) = inputs
     target = layer.attrs["destination_type"]
+    check_computable(target, "destination_type")
     if data.value is not None:
         return [folded(target, data.shape, data.value)]
     return [TensorInfo(target, data.shape)]
@@ -86,4 +87,5 @@ def infer_convert(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
 @SHAPE_RULES.register("ConvertLike")
 def infer_convert_like(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data, like = inputs
+    check_computable(like.element_type, "the element type of input 1")
     return [TensorInfo(like.element_type, data.shape)]

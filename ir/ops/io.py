@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from poolir.ir.attributes import ELEMENT_TYPE, INT, PARTIAL_SHAPE, STATIC_SHAPE, Attr, OpVersion
+from poolir.ir.element_types import check_computable
 from poolir.ir.model import Layer
 from poolir.ir.registry import ShapeRules
 from poolir.ir.shapes import MAX_FOLDED_ELEMENTS, TensorInfo
@@ -19,6 +20,7 @@ SHAPE_RULES = ShapeRules()
 
 @SHAPE_RULES.register("Parameter")
 def infer_parameter(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    check_computable(layer.attrs["element_type"], "element_type")
     return [TensorInfo(layer.attrs["element_type"], tuple(layer.attrs["shape"]))]
 
 

@@ -85,15 +85,28 @@ def _minimum(info):
     return _broadcasting(info, np.minimum)
 
 
-def _integer_power(a, b):
-    # OpenVINO: i32 [2, 1, 2] ** [-1, -1, 2] -> [0, 1, 4]: a float power, truncated (numpy refuses
-    # negative integer exponents).
-    return np.trunc(np.power(a.astype(np.float64), b.astype(np.float64))).astype(a.dtype)
+def _integer_power(info: LayerInfo):
+    """OpenVINO's integer Power: on run-time inputs its CPU plugin computes in float32 (i64 as i32;
+    kernels.elementwise.openvino_cpu_integer), and i8/u8 saturate that i32 result: i8 (-40) ** 2 -> 127,
+    0 ** -1 -> -128. Folded (constant inputs), i32/i64 get the reference's double power, truncated (i32
+    -39 ** 5 -> -90224199 exactly, 2 ** -1 -> 0, 0 ** -1 -> INT32_MIN), and the plugin saturates a folded i64
+    into int32 (-40 ** 6 -> 2147483647)."""
+    cpu_plugin = _as_cpu_plugin(info, power)
+
+    def run(a, b):
+        if a.dtype in _CPU_INTEGER_TYPES:
+            exact = cpu_plugin(a, b)
+        else:
+            exact = openvino_cpu_integer("Power", a.astype(np.int32), b.astype(np.int32))
+        limits = np.iinfo(np.int32 if a.dtype == np.int64 else a.dtype)
+        return np.clip(exact, limits.min, limits.max).astype(a.dtype)
+    return run
 
 
 @builder("Power")
 def _power(info):
-    return _broadcasting(info, lambda a, b: power(a, b) if is_float(a.dtype) else _integer_power(a, b))
+    integer_power = _integer_power(info)
+    return _broadcasting(info, lambda a, b: power(a, b) if is_float(a.dtype) else integer_power(a, b))
 
 
 @builder("Divide")

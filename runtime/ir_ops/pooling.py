@@ -199,6 +199,16 @@ def openvino_max_floor(dtype: np.dtype):
     raise UnsupportedError(f"MaxPool of element type {dtype} is not supported")
 
 
+def openvino_min_ceiling(dtype: np.dtype):
+    """The mirror of `openvino_max_floor`: what OpenVINO's running minimum starts from, and so what ReduceMin
+    gives over an empty axis: 3.4028235e+38 for f32 and f64, inf for f16, bfloat16's largest for bf16, 127 for
+    i8, 255 for u8, 2147483647 for i32 and for i64 (OpenVINO 2026.4 CPU, the same evidence as the floor)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return dtype.type(min(np.iinfo(dtype).max, np.iinfo(np.int32).max))
+    return dtype.type(-openvino_max_floor(dtype))
+
+
 class MaxPoolOp:
     """MaxPool-1/8/14: one callable per layer, x -> (y,) or (y, indices)."""
 
@@ -293,4 +303,4 @@ def _adaptive_max_pool(info: LayerInfo) -> LayerFn:
     return lambda args: adaptive_max_pool(args[0], int_list(args[1], "the output shape"), index_dtype)
 
 
-__all__ = ["AvgPoolOp", "MaxPoolOp", "openvino_max_floor"]
+__all__ = ["AvgPoolOp", "MaxPoolOp", "openvino_max_floor", "openvino_min_ceiling"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from poolir.runtime.ir_ops.pooling import openvino_max_floor, openvino_min_ceiling
 from poolir.runtime.ir_ops.registry import axis_index, builder, int_list
 from poolir.runtime.kernels.reduction import reduce
 
@@ -23,6 +24,9 @@ def _reduce(info):
         if not axes:
             # OpenVINO: an empty axes list reduces nothing (unlike ONNX, where it reduces every axis).
             return (x.copy(),)
-        return (np.asarray(reduce(x, kind, axes, keep_dims)),)
+        # OpenVINO's ReduceMax/ReduceMin over an empty axis give the finite floor and ceiling of its MaxPool
+        # (f32: -+3.4028235e+38), where ONNX gives -+inf: OpenVINO 2026.4 CPU.
+        extremes = (openvino_max_floor(x.dtype), openvino_min_ceiling(x.dtype)) if x.size == 0 else None
+        return (np.asarray(reduce(x, kind, axes, keep_dims, empty_extremes=extremes)),)
 
     return run

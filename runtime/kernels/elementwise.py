@@ -20,10 +20,29 @@ def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
-    """base ** exponent in the type of base (ONNX Pow: the exponent may have another type)."""
-    work = accumulation_dtype(base.dtype) if is_float(base.dtype) else base.dtype
+    """base ** exponent in the type of base (ONNX Pow: the exponent may have another type).
+
+    An integer base: std::pow in double, truncated toward zero, as onnxruntime 1.31 computes it; a result
+    that is not finite or outside the type becomes its minimum (x86's cvttsd2si): i32 2 ** -1 -> 0,
+    0 ** -1 -> -2147483648, 46341 ** 2 -> -2147483648; i64 3 ** 39 -> 4052555153018976256 (double's)."""
+    if not is_float(base.dtype):
+        with np.errstate(all="ignore"):
+            result = np.power(base.astype(np.float64), exponent.astype(np.float64))
+        return float_to_integer_x86(result, base.dtype)
+    work = accumulation_dtype(base.dtype)
     result = np.power(base.astype(work, copy=False), exponent.astype(work, copy=False))
     return result.astype(base.dtype, copy=False)
+
+
+def float_to_integer_x86(values: np.ndarray, dtype: np.dtype, round_half_even: bool = False) -> np.ndarray:
+    """x86's float -> integer conversion (cvttsd2si, or cvtps2dq with `round_half_even`): truncate toward zero
+    (or round half to even); NaN, infinities and values outside `dtype` become its minimum, where numpy's
+    astype is undefined and warns."""
+    limits = np.iinfo(dtype)
+    with np.errstate(invalid="ignore"):
+        inside = np.isfinite(values) & (values >= limits.min) & (values < float(limits.max) + 1)
+    kept = np.where(inside, values, 0)
+    return np.where(inside, np.rint(kept) if round_half_even else np.trunc(kept), limits.min).astype(dtype)
 
 
 def modulo(a: np.ndarray, b: np.ndarray, fmod: bool) -> np.ndarray:
@@ -37,23 +56,18 @@ def unary_float(function, x: np.ndarray) -> np.ndarray:
     return function(x.astype(work, copy=False)).astype(x.dtype, copy=False)
 
 
-_INT32_MIN = np.int32(np.iinfo(np.int32).min)
-
-
 def _saturated_i32(values: np.ndarray) -> np.ndarray:
     limits = np.iinfo(np.int32)
     return np.clip(values, limits.min, limits.max).astype(np.int32)
 
 
 def _f32_to_i32(values: np.ndarray) -> np.ndarray:
-    """x86's cvtps2dq: round to nearest even; NaN, infinities and values outside int32 become INT32_MIN."""
-    inside = np.isfinite(values) & (values >= -2.0 ** 31) & (values < 2.0 ** 31)
-    return np.where(inside, np.rint(np.where(inside, values, 0)), _INT32_MIN).astype(np.int32)
+    return float_to_integer_x86(values, np.dtype(np.int32), round_half_even=True)
 
 
 def openvino_cpu_integer(kind: str, a: np.ndarray, b: np.ndarray, constant: tuple[bool, bool] = (False, False)
                          ) -> np.ndarray:
-    """Add, Subtract, Multiply, Divide, FloorMod or Mod on i32/i64 as OpenVINO 2026.4's CPU plugin computes them
+    """Add, Subtract, Multiply, Divide, FloorMod, Mod or Power on i32/i64 as OpenVINO 2026.4's CPU plugin computes them
     on run-time inputs (x86-64 JIT eltwise kernel; pinned in tests/runtime/test_ir_integer_arithmetic.py).
 
     - i64 runs as i32: the plugin converts i64 tensors to i32 and the result back (sign-extended), so every
@@ -65,7 +79,8 @@ def openvino_cpu_integer(kind: str, a: np.ndarray, b: np.ndarray, constant: tupl
       up to 2**24: 19267583 / 7 -> 2752512 (exact 2752511), 2147483647 / 7 -> 306783392 (exact 306783378).
     - FloorMod: a - floor(a / b) * b, each step in float32 (the emitter supports f32 only):
       16777217 mod 50176 -> 18432 (exact 18433); exact while |a| and |b| are below 2**24.
-    - A float32 result outside int32, NaN or infinite (a division by zero) becomes INT32_MIN.
+    - Power: through float32 too: i32 16777217 ** 1 -> 16777216, 2 ** -1 -> 0, 46341 ** 2 -> INT32_MIN.
+    - A float32 result outside int32, NaN or infinite (a division by zero, 0 ** -1) becomes INT32_MIN.
     """
     a32, b32 = (_saturated_i32(x) if known else x.astype(np.int32) for x, known in zip((a, b), constant))
     with np.errstate(all="ignore"):
@@ -80,6 +95,10 @@ def openvino_cpu_integer(kind: str, a: np.ndarray, b: np.ndarray, constant: tupl
             quotient = fa / fb
             if kind == "Divide":
                 result = _f32_to_i32(np.trunc(quotient))
+            elif kind == "Power":  # the power rounded to float32, then cvtps2dq (f64's power rounded once
+                # to f32 is nearest to the plugin's: it rounds some halfway results past 2**24 up: 29 ** 5 ->
+                # 20511150, here 20511148; the exact 20511149 is no float32)
+                result = _f32_to_i32(np.power(a32.astype(np.float64), b32.astype(np.float64)).astype(np.float32))
             elif kind == "Mod":  # a - trunc(a / b) * b in float32: -16777217 mod 50176 -> -18432 (exact -18433)
                 result = _f32_to_i32(fa - np.trunc(quotient) * fb)
             else:
@@ -91,4 +110,4 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x.astype(dtype, copy=False)
 
 
-__all__ = ["cast", "divide", "modulo", "openvino_cpu_integer", "power", "unary_float"]
+__all__ = ["cast", "divide", "float_to_integer_x86", "modulo", "openvino_cpu_integer", "power", "unary_float"]

@@ -12,12 +12,34 @@ from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 REDUCTIONS = ("mean", "max", "min", "sum", "prod", "l1", "l2", "sum_square", "log_sum", "log_sum_exp")
 
 
-def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool) -> np.ndarray:
-    """Reduce over `axes` (None or empty: every axis). Sums and means accumulate in >= float32."""
+def type_extremes(dtype: np.dtype) -> tuple:
+    """The identities of max and min in `dtype`: (-inf, inf) for floats, (iinfo.min, iinfo.max) for integers."""
+    dtype = np.dtype(dtype)
+    if is_float(dtype):
+        return dtype.type(-np.inf), dtype.type(np.inf)
+    if dtype.kind in "iu":
+        return dtype.type(np.iinfo(dtype).min), dtype.type(np.iinfo(dtype).max)
+    return dtype.type(False), dtype.type(True)
+
+
+def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool, *,
+           empty_extremes: tuple | None = None) -> np.ndarray:
+    """Reduce over `axes` (None or empty: every axis). Sums and means accumulate in >= float32.
+
+    A max or min over an empty axis gives `empty_extremes` (lowest, highest), by default the type's own
+    extremes (ONNX: "the identity of the reduction", -inf / inf; onnxruntime 1.31 gives iinfo.min / max for
+    integers). The IR world passes OpenVINO's, which are finite."""
     axis = None if not axes else tuple(int(a) % x.ndim if x.ndim else 0 for a in axes)
     if kind in ("max", "min"):
         function = np.max if kind == "max" else np.min
-        return function(x, axis=axis, keepdims=keepdims)
+        if x.size:
+            return function(x, axis=axis, keepdims=keepdims)
+        lowest, highest = empty_extremes if empty_extremes is not None else type_extremes(x.dtype)
+        return function(x, axis=axis, keepdims=keepdims, initial=lowest if kind == "max" else highest)
+    if kind == "log_sum_exp" and not is_float(x.dtype):
+        # In float64, then back: -inf (an empty axis) becomes the type's lowest, as onnxruntime 1.31 gives it.
+        result = reduce(x.astype(np.float64), kind, axes, keepdims)
+        return np.where(np.isneginf(result), np.iinfo(x.dtype).min, result).astype(x.dtype)
     work = accumulation_dtype(x.dtype) if is_float(x.dtype) else x.dtype
     source = x.astype(work, copy=False)
     if kind == "mean":
@@ -53,4 +75,4 @@ def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool)
     return np.asarray(result).astype(x.dtype, copy=False)
 
 
-__all__ = ["REDUCTIONS", "reduce"]
+__all__ = ["REDUCTIONS", "reduce", "type_extremes"]
