@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -171,14 +172,53 @@ def onnxruntime_tensors(model, feeds: Mapping[str, np.ndarray], names: Iterable[
 def unsupported_by_peer(peer: str, error: BaseException) -> bool:
     """Whether a peer's failure means it has no kernel (no conversion) for an operator of the model: onnxruntime's
     NOT_IMPLEMENTED ("Could not find an implementation for AveragePool(1) node"), OpenVINO's frontend listing
-    operations it has no conversion rule for. Such a path says nothing about the model."""
+    operations it has no conversion rule for. Such a path says nothing about the model.
+
+    OpenVINO reports both kinds through one exception (OpConversionFailure, raised in unconverted_ops_report.cpp):
+    "No conversion rule found for operations: X" is a missing rule, but "Conversion is failed for: X" is its
+    converter or shape inference rejecting a node it knows (a kernel larger than the padded input, a reflect pad
+    past the edge), which is a finding about the model, not a gap in the peer."""
     text = f"{type(error).__name__}: {error}"
     if peer == "onnxruntime":
         return "NOT_IMPLEMENTED" in text or type(error).__name__ == "NotImplemented"
     if peer == "openvino":
-        return "No conversion rule found" in text or "unconverted_ops_report" in text or (
-            "OpConversionFailure" in text and "is not supported" in text)
+        return "No conversion rule found" in text and not _openvino_failed_conversions(text)
     return False
+
+
+def peer_failure_summary(error: BaseException) -> str:
+    """One line saying what a peer refused and why. OpenVINO's first line is only where its check sits in its
+    sources ("Check 'false' failed at .../unconverted_ops_report.cpp:151:"); the node and the problem follow."""
+    text = str(error).strip()
+    failures = _openvino_failed_conversions(text)
+    if failures:
+        return f"{type(error).__name__}: " + "; ".join(failures)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and lines[0].startswith(("Check ", "Exception from ")):
+        # A Check message ends with the problem itself; "While validating node" names the node when there is one.
+        node = next((line for line in lines if line.startswith("While validating node")), "")
+        return f"{type(error).__name__}: {node + ' ' if node else ''}{lines[-1]}"
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"
+
+
+_OPENVINO_FAILED_OP = re.compile(r"^-- (\S+) with a message:$", re.MULTILINE)
+_OPENVINO_ONNX_NODE = re.compile(r"While validating ONNX node '<Node\((\w+)\): ([^>]*)>'")
+
+
+def _openvino_failed_conversions(text: str) -> list[str]:
+    """Each node OpenVINO's ONNX frontend knows but failed to convert, from its detailed log
+    ("-- Pad-17 with a message:" ... "While validating ONNX node '<Node(Pad): y>'" ... the problem, last):
+    "Pad-17 at node 'y': REFLECT padding mode requires ...". Empty when no node failed that way."""
+    failures = []
+    starts = list(_OPENVINO_FAILED_OP.finditer(text))
+    for start, following in zip(starts, starts[1:] + [None]):
+        block = text[start.end():following.start() if following else len(text)].split("\nSummary:")[0]
+        lines = [line.strip() for line in block.splitlines() if line.strip()]
+        node = _OPENVINO_ONNX_NODE.search(block)
+        where = f" at node '{node.group(2)}'" if node else ""
+        problem = lines[-1] if lines else "no message"
+        failures.append(f"{start.group(1)}{where}: {problem}")
+    return failures
 
 
 def openvino_convert_to_xml(model, xml_path: str | os.PathLike) -> Path:

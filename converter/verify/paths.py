@@ -102,8 +102,7 @@ def _run_path(name: str, run: Callable[[], dict[str, np.ndarray]], *, peer: bool
         if not peer:
             raise
         engine = name.split("(")[0]
-        text = str(error).strip().splitlines()
-        detail = f"{type(error).__name__}: {text[0] if text else ''}"
+        detail = engines.peer_failure_summary(error)
         if engines.unsupported_by_peer(engine, error):
             return PathOutcome(name, status="unsupported", detail=f"not supported by {engine}: {detail}")
         return PathOutcome(name, status="error", detail=detail)
