@@ -81,7 +81,8 @@ def fail(message: str, *, file: str | None = None, where: str | None = None, kin
               help=f"Memory budget for tensor data a file may make poolir allocate (bytes, or 512M, 16G; default "
                    f"4G, or ${ENVIRONMENT_VARIABLE}). Larger models are refused before allocating.")
 def main(max_memory: str | None) -> None:
-    """Convert, run, inspect and verify pooling models between ONNX and OpenVINO IR."""
+    """Convert, run, inspect and verify CNNs between ONNX and OpenVINO IR: the pooling family exact in both
+    worlds, and the classic model-zoo operators around it."""
     if max_memory is not None:
         set_max_memory(max_memory)
 
