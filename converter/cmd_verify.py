@@ -118,6 +118,9 @@ def _located(location, paths: str) -> list[str]:
         m = d.first_mismatch
         lines.insert(3, f"      first difference at [{','.join(map(str, m.index))}]: {_value(m.actual)} instead of "
                         f"{_value(m.expected)}")
+    if d.amplified:
+        lines.append("      its inputs agree, and poolir fed this path's own inputs computes this path's output: the node "
+                     "amplifies upstream rounding (ill-conditioned), it does not compute differently")
     if d.unobserved_inputs:
         lines.append(f"      inputs this path does not expose (the cause may be there): "
                      f"{', '.join(d.unobserved_inputs)}")

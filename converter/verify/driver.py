@@ -148,7 +148,7 @@ def _locate(report: ModelReport, outcomes: list[PathOutcome], reference_model, f
             continue
         try:
             location = locate(reference.probe, reference_model, outcome.name, outcome.probe, feeds, options,
-                              step=step)
+                              step=step, outputs=list(dict.fromkeys(row.output for row in failing)))
         except Exception as error:  # noqa: BLE001 - a peer failing while probed: the search's outcome, reported
             text = str(error).strip().splitlines()
             location = Location(outcome.name, note=f"could not look inside the path: {type(error).__name__}: "

@@ -21,6 +21,15 @@ the path does expose is reported, with the inputs of its node the path did not e
 so a reader knows the cause may sit just before it. Upstream differences of summation order reach the node
 with its inputs, but they stay inside the scaled tolerance (compare.py) that judges every tensor.
 
+Only the tensors a diverging model output depends on are searched: a tensor no such output reads (the mask of
+an inference Dropout, an output that agrees) may differ without being the cause.
+
+A node can also diverge without computing anything differently: an ill-conditioned node (a Softmax over logits
+of 1e10, a constant-weight network's) turns upstream differences of summation order, inside the tolerance,
+into a large one. So when every input of the diverging node agreed, poolir recomputes that node from the
+path's own input tensors (ONNX references; node_recompute.py): if that gives the path's output, the node is
+reported as amplifying (`Divergence.amplified`), and the cause is upstream rounding, not the node.
+
 Memory stays bounded: the reference is streamed node by node (the runtime frees each tensor after its last
 use, `observe` sees it before), and the path is asked for the tensors in chunks of at most CHUNK_BYTES (from a
 first, recording pass of the reference), one run per chunk; a chunk's tensors are dropped as they are compared,
@@ -37,6 +46,7 @@ import onnx
 
 from poolir import runtime
 from poolir.converter.verify.compare import COMPUTED_AS, Mismatch, ToleranceOptions, compare, tolerance_for
+from poolir.converter.verify.node_recompute import recompute
 from poolir.ir.budget import max_memory
 from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_model import default_opset
@@ -173,6 +183,9 @@ class Divergence:
     first_mismatch: Mismatch | None
     tolerance: str
     detail: str | None
+    # True: poolir's own kernel, fed the path's input tensors, computes the path's output (within tolerance), so
+    # the node amplifies differences that agree at its inputs; None: not checked (see node_recompute.py)
+    amplified: bool | None = None
 
 
 @dataclass(slots=True)
@@ -195,14 +208,17 @@ class _Found(Exception):
 
 def locate(reference: _RuntimeProbe, reference_model, path: str, probe: Probe, feeds: Mapping[str, np.ndarray],
            options: ToleranceOptions = ToleranceOptions(),
-           step: Callable[[str], None] | None = None) -> Location:
+           step: Callable[[str], None] | None = None, outputs: Sequence[str] = ()) -> Location:
     """Find the first node of `reference_model` (run by `reference`, poolir's runtime) whose output differs on
-    the path `path` (seen through `probe`). See the module docstring."""
+    the path `path` (seen through `probe`), among the tensors the model outputs `outputs` (all when empty)
+    depend on. See the module docstring."""
     nodes = graph_nodes(reference_model)
     order: list[tuple[str, int]] = []  # the reference's tensors in execution order, with their sizes
     reference.session().run(feeds, lambda name, value: order.append((name, np.asarray(value).nbytes)))
     exposed = probe.names()
-    wanted = [(name, size) for name, size in order if name in exposed and name in nodes]
+    relevant = _ancestors(nodes, outputs)
+    wanted = [(name, size) for name, size in order
+              if name in exposed and name in nodes and (relevant is None or name in relevant)]
     location = Location(path, exposed=len(wanted), tensors=len(order))
     if not wanted:
         location.note = "the path exposes none of the reference's tensors by name"
@@ -228,9 +244,13 @@ def locate(reference: _RuntimeProbe, reference_model, path: str, probe: Probe, f
 
         def observe(name: str, expected: np.ndarray) -> None:
             if name in values:
-                row = _compare(name, path, values.pop(name), np.asarray(expected), engine, options)
+                actual = values.pop(name)
+                row = _compare(name, path, actual, np.asarray(expected), engine, options)
                 if row.status != "ok":
                     location.divergence = _divergence(name, nodes[name], row, agreed, nodes)
+                    if not location.divergence.unobserved_inputs:
+                        location.divergence.amplified = _recomputes(name, actual, reference, reference_model,
+                                                                    probe, feeds, nodes, engine, options)
                     raise _Found
                 agreed.add(name)
                 location.compared += 1
@@ -244,6 +264,46 @@ def locate(reference: _RuntimeProbe, reference_model, path: str, probe: Probe, f
         except _Collected:
             pass
     return location
+
+
+def _ancestors(nodes: Mapping[str, NodeInfo], outputs: Sequence[str]) -> set[str] | None:
+    """The tensors `outputs` are computed from (themselves included), or None (no restriction) when `outputs`
+    is empty or names a tensor the reference graph does not compute."""
+    if not outputs or any(name not in nodes for name in outputs):
+        return None
+    seen, pending = set(), list(outputs)
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = nodes.get(name)
+        if node is not None:
+            pending.extend(i for i in node.inputs if i and i not in seen)
+    return seen
+
+
+def _recomputes(name: str, actual, reference: Probe, reference_model, probe: Probe, feeds,
+                nodes: Mapping[str, NodeInfo], engine: str, options: ToleranceOptions) -> bool | None:
+    """Whether poolir, fed the path's own values of the node's inputs, computes the path's `actual` value of
+    tensor `name` (None when that cannot be checked: see node_recompute.recompute)."""
+    if not isinstance(reference_model, onnx.ModelProto):
+        return None
+    computed = [i for i in dict.fromkeys(nodes[name].inputs) if i and i in nodes]
+    try:
+        inputs = probe.tensors(computed) if computed else {}
+        types = {key: value.dtype for key, value in reference.tensors(computed).items()} if computed else {}
+    except Exception:  # noqa: BLE001 - a peer failing on a second run: the check is skipped, not the report
+        return None
+    if set(inputs) != set(computed):
+        return None
+    # An engine may hold a tensor in another type (OpenVINO's i32 shapes): the node takes the reference's.
+    inputs = {key: np.asarray(value).astype(types.get(key, np.asarray(value).dtype), copy=False)
+              for key, value in inputs.items()}
+    value = recompute(reference_model, name, inputs, feeds)
+    if value is None:
+        return None
+    return _compare(name, "", value, np.asarray(actual), engine, options).status == "ok"
 
 
 def _compare(name: str, path: str, actual, expected: np.ndarray, engine: str, options: ToleranceOptions):

@@ -124,7 +124,7 @@ def _location_dict(location: Location) -> dict[str, Any]:
             "expected_shape": list(d.expected_shape) if d.expected_shape is not None else None,
             "max_abs_error": _json_number(d.max_abs_error), "max_rel_error": _json_number(d.max_rel_error),
             "mismatched": d.mismatched, "size": d.size, "first_mismatch": _mismatch_dict(d.first_mismatch),
-            "tolerance": d.tolerance, "detail": d.detail},
+            "tolerance": d.tolerance, "detail": d.detail, "amplified": d.amplified},
     }
 
 

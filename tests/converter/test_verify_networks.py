@@ -191,5 +191,5 @@ def test_json_divergence_schema():
     assert set(location) == {"path", "first_output", "compared", "exposed", "tensors", "runs", "note", "node"}
     assert set(location["node"]) == {"name", "op", "attributes", "tensor", "inputs", "unobserved_inputs", "shape",
                                      "expected_shape", "max_abs_error", "max_rel_error", "mismatched", "size",
-                                     "first_mismatch", "tolerance", "detail"}
+                                     "first_mismatch", "tolerance", "detail", "amplified"}
     assert location["node"]["inputs"] == ["/classifier.2/Relu_output_0"] and location["node"]["mismatched"] == 250
