@@ -39,10 +39,11 @@ def batch_norm(context: Context, layer: Layer) -> None:
 
 def lrn(context: Context, layer: Layer) -> None:
     rank = len(context.input_info(layer, 0).shape)
-    axes = sorted({a + rank if a < 0 else a for a in context.constant_ints(layer, 1, "LRN axes")})
+    axes = list(context.constant_ints(layer, 1, "LRN axes"))
     problem = openvino_lrn_axes_problem(axes, rank)
     if problem:
         raise ConversionError(problem)
+    axes = sorted(axes)
     if axes != [1]:
         raise ConversionError(f"LRN over the spatial axes {axes}: ONNX LRN normalises across channels (axis 1) only")
     _check_type(context, layer, "LRN", 0)

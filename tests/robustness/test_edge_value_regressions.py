@@ -209,3 +209,18 @@ def test_a_u1_parameter_or_convert_is_refused_as_openvinos_cpu_plugin_refuses_it
     path = _openvino_ir(tmp_path / "u1.xml", build)
     for command in (["run", path], ["inspect", path], ["convert", path, "-o", tmp_path / "u1.onnx"]):
         _one_line_error(invoke_cli(command[0], command), path, where, "u1 is not supported")
+
+
+# -- LRN axes [1, 1] and [-3] ran as [1], where OpenVINO's CPU plugin refuses them ---------------------------------
+@pytest.mark.parametrize("axes", [[1, 1], [-3], [2, -1], [-2, -1], [2, 2]])
+def test_ir_lrn_axes_openvino_refuses_are_refused_by_run_and_convert(tmp_path, axes):
+    def build(b):
+        x = b.parameter("x", "f32", (1, 4, 3, 3))
+        return b.add("LRN", "opset1", [x, b.const(np.array(axes, np.int64))],
+                     {"alpha": 1e-4, "beta": 0.75, "bias": 1.0, "size": 3}, name="lrn")[0]
+    path = _ir_file(tmp_path, build)
+    feeds = {"x": np.ones((1, 4, 3, 3), np.float32)}
+    with pytest.raises(RuntimeError, match="Unsupported operation of type: LRN"):
+        openvino_run_xml(path, feeds)
+    for command in (["run", path], ["convert", path, "-o", tmp_path / "lrn.onnx"]):
+        _one_line_error(invoke_cli(command[0], command), path, "'lrn'", f"LRN axes {axes}")
