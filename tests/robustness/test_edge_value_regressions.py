@@ -224,3 +224,18 @@ def test_ir_lrn_axes_openvino_refuses_are_refused_by_run_and_convert(tmp_path, a
         openvino_run_xml(path, feeds)
     for command in (["run", path], ["convert", path, "-o", tmp_path / "lrn.onnx"]):
         _one_line_error(invoke_cli(command[0], command), path, "'lrn'", f"LRN axes {axes}")
+
+
+# -- the builder skipped the schemas' value checks (the reader ran them): ShuffleChannels group 0 reached shape
+# -- inference and raised ZeroDivisionError -------------------------------------------------------------------
+@pytest.mark.parametrize("layer_type, version, attrs, problem", [
+    ("ShuffleChannels", "opset1", {"axis": 1, "group": 0}, "'group' = 0"),
+    ("ShuffleChannels", "opset1", {"axis": 1, "group": -2}, "'group' = -2"),
+    ("Clamp", "opset1", {"min": 2.0, "max": 1.0}, "min"),
+])
+def test_the_builder_refuses_attribute_values_the_schema_refuses(layer_type, version, attrs, problem):
+    b = ir.GraphBuilder("bad")
+    x = b.parameter("x", "f32", (1, 4, 2, 2))
+    with pytest.raises(ir.PoolirError, match=problem) as caught:
+        b.add(layer_type, version, [x], attrs, name="bad")
+    assert "'bad'" in str(caught.value)
