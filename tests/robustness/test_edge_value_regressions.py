@@ -239,3 +239,25 @@ def test_the_builder_refuses_attribute_values_the_schema_refuses(layer_type, ver
     with pytest.raises(ir.PoolirError, match=problem) as caught:
         b.add(layer_type, version, [x], attrs, name="bad")
     assert "'bad'" in str(caught.value)
+
+
+# -- IR -> ONNX of an integer Clamp with infinite bounds: the bounds saturate to the type's limits -----------------
+@pytest.mark.parametrize("bounds", [("-inf", "inf"), ("-inf", "5"), ("-5", "inf"), ("-1e30", "1e30")])
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint8])
+def test_ir_integer_clamp_with_infinite_bounds_converts_to_what_openvino_computes(tmp_path, dtype, bounds):
+    dtype = np.dtype(dtype)
+
+    def build(b):
+        x = b.parameter("x", NUMPY_TO_IR[dtype], (6,))
+        return b.add("Clamp", "opset1", [x], {"min": 0.0, "max": 1.0}, name="clamp")[0]
+    path = _ir_file(tmp_path, build)
+    xml = path.read_bytes()
+    assert xml.count(b'min="0"') == 1 and xml.count(b'max="1"') == 1
+    path.write_bytes(xml.replace(b'min="0"', f'min="{bounds[0]}"'.encode())
+                     .replace(b'max="1"', f'max="{bounds[1]}"'.encode()))
+    limits = np.iinfo(dtype)
+    feeds = {"x": np.array([limits.min, limits.max, 0, limits.min + 6, limits.max - 6, 1], dtype)}
+    invoke_cli("convert", ["convert", path, "-o", tmp_path / "clamp.onnx"], allowed=(0,))
+    expected = openvino_run_xml(path, feeds)["y"]
+    np.testing.assert_array_equal(onnxruntime_run(onnx.load(tmp_path / "clamp.onnx"), feeds)["y"], expected)
+    np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], expected)
