@@ -31,15 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_accepting, first_opset_where
-from poolir.ir.element_types import dtype_of
+from poolir.converter.ir_to_onnx.opsets import first_opset_where
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.geometry import (AxisWindow, axis_specs, covering_pad_end, keeps_a_window_ceil_torch_drops,
                                 overhang_possible, overhangs, rounding_matters_with_same_pads, smallest_pad_end,
                                 spec_of)
 from poolir.ir.ops.pooling import pool_windows_of
 from poolir.ir.model import Layer
-from poolir.runtime.onnx_ops import first_opset_with, op_version
+from poolir.runtime.onnx_ops import first_opset_with
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,16 +219,3 @@ def pool_attributes(context: Context, layer: Layer, geometry: OnnxWindows, op_ty
         context.check_opset(since, f"dilations {list(dilations)}: {op_type} has dilations from opset {since}")
         onnx_attrs["dilations"] = list(dilations)
     return onnx_attrs
-
-
-def check_element_type(context: Context, op_type: str, element_type: str) -> None:
-    """Refuse an element type the ONNX op does not accept in the requested opset (MaxPool int8: from 12)."""
-    dtype = dtype_of(element_type)
-    row = op_version(op_type, context.opset)
-    if row is not None and (row.dtypes is None or dtype in row.dtypes):
-        return
-    since = first_opset_accepting(op_type, dtype)
-    if since is None or since <= context.opset:
-        raise ConversionError(f"element type {element_type}: ONNX {op_type} does not accept it")
-    raise ConversionError(f"element type {element_type}: {op_type} accepts it from opset {since} "
-                          f"(requested opset {context.opset})")
