@@ -323,3 +323,17 @@ def test_onnx_float_only_unary_ops_refuse_integers_as_onnxruntime_does(tmp_path,
     path = tmp_path / "u.onnx"
     onnx.save(model, path)
     _one_line_error(invoke_cli("run", ["run", path]), path, "'op'", "int32 is not allowed")
+
+
+# -- ONNX Pad-11+ without its required `pads` input: `run` and `verify` raised TypeError (exit 3) ------------------
+@pytest.mark.parametrize("inputs", [["x"], ["x", ""]], ids=["absent", "empty-name"])
+def test_onnx_pad_without_pads_is_refused_by_every_command(tmp_path, inputs):
+    model = _onnx_one_node(helper.make_node("Pad", inputs, ["y"], name="pad"), [("x", TensorProto.FLOAT, [2, 3])],
+                           [("y", TensorProto.FLOAT, [2, 3])], opset=13)
+    with pytest.raises(Exception, match="INVALID_GRAPH"):
+        onnxruntime_run(model, {"x": np.zeros((2, 3), np.float32)})
+    path = tmp_path / "pad.onnx"
+    onnx.save(model, path)
+    for command in (["run", path], ["verify", path], ["convert", path, "-o", tmp_path / "pad.xml"], ["inspect", path]):
+        _one_line_error(invoke_cli(command[0], command), path)
+    assert "'pads' is missing" in invoke_cli("run", ["run", path]).stderr
