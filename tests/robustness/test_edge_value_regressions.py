@@ -337,3 +337,23 @@ def test_onnx_pad_without_pads_is_refused_by_every_command(tmp_path, inputs):
     for command in (["run", path], ["verify", path], ["convert", path, "-o", tmp_path / "pad.xml"], ["inspect", path]):
         _one_line_error(invoke_cli(command[0], command), path)
     assert "'pads' is missing" in invoke_cli("run", ["run", path]).stderr
+
+
+# -- `poolir run` printed "min -inf  max inf  mean nan" with numpy's "invalid value encountered" warning on stderr,
+# -- and nothing saying the output held infinities --------------------------------------------------------------
+@pytest.mark.parametrize("values, held", [([0, 1, 2, np.inf], "holds 1 +inf, 1 -inf"),
+                                          ([0, np.inf, -1, 2], "holds 1 NaN, 1 +inf, 1 -inf"),
+                                          ([1, 2, 3, 4], None)])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_run_warns_once_per_output_holding_nan_or_infinities(tmp_path, values, held, as_json):
+    # Log: log(0) = -inf, log(inf) = inf, log(-1) = NaN (IEEE 754).
+    path = tmp_path / "log.onnx"
+    onnx.save(_onnx_one_node(helper.make_node("Log", ["x"], ["y"]), [("x", TensorProto.FLOAT, [4])],
+                             [("y", TensorProto.FLOAT, [4])], opset=13), path)
+    np.save(tmp_path / "x.npy", np.array(values, np.float32))
+    result = invoke_cli("run", ["run", path, "--input", f"x={tmp_path / 'x.npy'}", *(["--json"] if as_json else [])],
+                        allowed=(0,))
+    if held is None:
+        assert result.stderr == ""
+    else:
+        assert result.stderr.splitlines() == [f"poolir: warning: {path}: output 'y' {held}"]
