@@ -113,6 +113,13 @@ def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding
         return _dynamic_cover(specs, rounding)
     if fill_empty_windows and (big_pads or any(keeps_a_window_ceil_torch_drops(spec, rounding) for spec in specs)):
         return _dynamic_cover(specs, rounding)
+    if big_pads:
+        # Not covered by a Pad (MaxPool's indices count real elements only): ONNX pads this large leave windows
+        # of padding alone for some lengths, which OpenVINO fills with its own value (and index), and
+        # onnxruntime refuses them.
+        raise ConversionError(f"pads_begin {list(pads_begin)} / pads_end {list(pads_end)} not smaller than the "
+                              f"kernel {[spec.kernel for spec in specs]} with dynamic spatial dims: some windows may "
+                              f"hold only padding, which ONNX pads cannot express exactly")
     if rounding == "floor":
         return OnnxWindows(pads_begin, pads_end, 0, count_include_pad=include)
     if not ceil_allowed and rounding != "floor":

@@ -357,3 +357,23 @@ def test_run_warns_once_per_output_holding_nan_or_infinities(tmp_path, values, h
         assert result.stderr == ""
     else:
         assert result.stderr.splitlines() == [f"poolir: warning: {path}: output 'y' {held}"]
+
+
+# -- IR -> ONNX of a MaxPool with its indices output, dynamic spatial dims and pads >= the kernel wrote ONNX pads
+# -- onnxruntime refuses ("Pad should be smaller than kernel"), whose windows of padding alone mean another value --
+@pytest.mark.parametrize("pad, kernel", [(2, 2), (3, 2), (3, 3), (5, 3)])
+def test_ir_max_pool_with_indices_dynamic_dims_and_pads_not_below_the_kernel_is_refused(tmp_path, pad, kernel):
+    def build(b):
+        x = b.parameter("x", "f32", (1, 2, -1, -1))
+        y, indices = b.add("MaxPool", "opset8", [x], {
+            "strides": [1, 1], "dilations": [1, 1], "pads_begin": [pad, pad], "pads_end": [pad, pad],
+            "kernel": [kernel, kernel], "rounding_type": "floor", "auto_pad": "explicit",
+            "index_element_type": "i64", "axis": 0}, name="pool")
+        b.result(indices, "i")
+        return y
+    path = _ir_file(tmp_path, build)
+    feeds = {"x": np.random.default_rng(0).normal(size=(1, 2, 5, 5)).astype(np.float32)}
+    assert (openvino_run_xml(path, feeds)["y"] == np.finfo(np.float32).min).any()  # a window of padding alone
+    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "pool.onnx"]), path, "'pool'",
+                    "not smaller than the kernel")
+    assert not (tmp_path / "pool.onnx").exists()
