@@ -133,4 +133,5 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x.astype(dtype, copy=False)
 
 
-__all__ = ["cast", "divide", "float_to_integer_x86", "modulo", "openvino_cpu_integer", "openvino_cpu_integer_unary", "power", "unary_float"]
+__all__ = ["cast", "divide", "float_to_integer_x86", "modulo", "openvino_cpu_integer", "openvino_cpu_integer_unary",
+           "power", "unary_float"]

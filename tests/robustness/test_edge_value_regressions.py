@@ -65,8 +65,9 @@ def test_onnx_reduction_over_an_empty_axis_gives_its_identity_like_onnxruntime(o
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])
 def test_onnx_integer_and_float_log_sum_exp_of_finite_values_match_onnxruntime(dtype):
     # Integer ReduceLogSumExp raised OverflowError even over a non-empty axis (an -inf initial for an int max).
+    onnx_type = NUMPY_TO_ONNX[np.dtype(dtype)]
     model = _onnx_one_node(helper.make_node("ReduceLogSumExp", ["x", "axes"], ["y"], keepdims=0),
-                           [("x", NUMPY_TO_ONNX[np.dtype(dtype)], [4, 3])], [("y", NUMPY_TO_ONNX[np.dtype(dtype)], [4])],
+                           [("x", onnx_type, [4, 3])], [("y", onnx_type, [4])],
                            [helper.make_tensor("axes", TensorProto.INT64, [1], [1])])
     feeds = {"x": np.array([[0, 0, 0], [1, 2, 3], [-5, 100, 100], [1000, -1000, 7]], dtype)}
     np.testing.assert_allclose(runtime.run(model, feeds)["y"], onnxruntime_run(model, feeds)["y"], rtol=1e-6)
