@@ -12,7 +12,7 @@ from onnx import TensorProto, helper
 
 from poolir import ir, runtime
 from tests.peers import onnxruntime_run, openvino_run_xml
-from tests.robustness.cli_check import invoke_cli
+from tests.robustness.cli_check import invoke_cli, one_line_error
 
 NUMPY_TO_ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
                  np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.int32): TensorProto.INT32,
@@ -36,13 +36,6 @@ def _ir_file(folder, build) -> str:
     path = folder / "edge.xml"
     ir.write_model(b.build(), path)
     return path
-
-
-def _one_line_error(result, path, *fragments) -> str:
-    assert result.exit_code == 2, result.stderr
-    (line,) = result.stderr.splitlines()
-    assert str(path) in line and all(f in line for f in fragments), line
-    return line
 
 
 # -- ReduceMax/ReduceMin over an axis of length 0 raised numpy's "zero-size array" error in both worlds ---------
@@ -109,7 +102,7 @@ def test_ir_hard_sigmoid_with_non_finite_coefficients_follows_openvino(tmp_path,
     path = _hard_sigmoid_ir(tmp_path, alpha, beta)
     feeds = {"x": _HARD_SIGMOID_INPUT}
     np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], openvino_run_xml(path, feeds)["y"])
-    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "hs.onnx"]), path, "'hs'", "no exact ONNX")
+    one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "hs.onnx"]), path, "'hs'", "no exact ONNX")
 
 
 @pytest.mark.parametrize("alpha, beta", _NON_FINITE_ALPHA_BETA)
@@ -121,7 +114,7 @@ def test_onnx_hard_sigmoid_with_non_finite_coefficients_runs_like_onnxruntime_an
     np.testing.assert_array_equal(runtime.run(model, feeds)["y"], onnxruntime_run(model, feeds)["y"])
     path = tmp_path / "hs.onnx"
     onnx.save(model, path)
-    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "hs.xml"]), path, "'hs'", "no exact IR")
+    one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "hs.xml"]), path, "'hs'", "no exact IR")
     assert not (tmp_path / "hs.xml").exists()
 
 
@@ -209,7 +202,7 @@ def test_a_u1_parameter_or_convert_is_refused_as_openvinos_cpu_plugin_refuses_it
         return x, ops.convert(x, "u1")
     path = _openvino_ir(tmp_path / "u1.xml", build)
     for command in (["run", path], ["inspect", path], ["convert", path, "-o", tmp_path / "u1.onnx"]):
-        _one_line_error(invoke_cli(command[0], command), path, where, "u1 is not supported")
+        one_line_error(invoke_cli(command[0], command), path, where, "u1 is not supported")
 
 
 # -- LRN axes [1, 1] and [-3] ran as [1], where OpenVINO's CPU plugin refuses them ---------------------------------
@@ -224,7 +217,7 @@ def test_ir_lrn_axes_openvino_refuses_are_refused_by_run_and_convert(tmp_path, a
     with pytest.raises(RuntimeError, match="Unsupported operation of type: LRN"):
         openvino_run_xml(path, feeds)
     for command in (["run", path], ["convert", path, "-o", tmp_path / "lrn.onnx"]):
-        _one_line_error(invoke_cli(command[0], command), path, "'lrn'", f"LRN axes {axes}")
+        one_line_error(invoke_cli(command[0], command), path, "'lrn'", f"LRN axes {axes}")
 
 
 # -- the builder skipped the schemas' value checks (the reader ran them): ShuffleChannels group 0 reached shape
@@ -302,7 +295,7 @@ def test_ir_integer_unary_layers_match_openvino(tmp_path, layer_type, dtype):
 @pytest.mark.parametrize("layer_type", ["Exp", "Sqrt", "Log"])
 def test_ir_integer_exp_sqrt_log_are_not_converted_to_onnx_ops_that_take_floats_only(tmp_path, layer_type):
     path = _unary_ir(tmp_path, layer_type, np.dtype(np.int32))
-    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "u.onnx"]), path, "'op'",
+    one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "u.onnx"]), path, "'op'",
                     f"ONNX {layer_type} does not take element type i32")
 
 
@@ -323,7 +316,7 @@ def test_onnx_float_only_unary_ops_refuse_integers_as_onnxruntime_does(tmp_path,
         onnxruntime_run(model, {"x": np.array([1, 2, 3], np.int32)})
     path = tmp_path / "u.onnx"
     onnx.save(model, path)
-    _one_line_error(invoke_cli("run", ["run", path]), path, "'op'", "int32 is not allowed")
+    one_line_error(invoke_cli("run", ["run", path]), path, "'op'", "int32 is not allowed")
 
 
 # -- ONNX Pad-11+ without its required `pads` input: `run` and `verify` raised TypeError (exit 3) ------------------
@@ -336,7 +329,7 @@ def test_onnx_pad_without_pads_is_refused_by_every_command(tmp_path, inputs):
     path = tmp_path / "pad.onnx"
     onnx.save(model, path)
     for command in (["run", path], ["verify", path], ["convert", path, "-o", tmp_path / "pad.xml"], ["inspect", path]):
-        _one_line_error(invoke_cli(command[0], command), path)
+        one_line_error(invoke_cli(command[0], command), path)
     assert "'pads' is missing" in invoke_cli("run", ["run", path]).stderr
 
 
@@ -375,6 +368,6 @@ def test_ir_max_pool_with_indices_dynamic_dims_and_pads_not_below_the_kernel_is_
     path = _ir_file(tmp_path, build)
     feeds = {"x": np.random.default_rng(0).normal(size=(1, 2, 5, 5)).astype(np.float32)}
     assert (openvino_run_xml(path, feeds)["y"] == np.finfo(np.float32).min).any()  # a window of padding alone
-    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "pool.onnx"]), path, "'pool'",
+    one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "pool.onnx"]), path, "'pool'",
                     "not smaller than the kernel")
     assert not (tmp_path / "pool.onnx").exists()
