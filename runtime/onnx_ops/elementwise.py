@@ -81,13 +81,23 @@ def plan_unary_float(ctx: NodeContext) -> Step:
     return run
 
 
+def _refuse_integer_division_by_zero(op_type: str, divisor: np.ndarray) -> None:
+    """ONNX leaves an integer Div or Mod by zero undefined, and onnxruntime 1.31 stops with "Integer division by
+    zero" (Mod: "Integer modulo by zero"): poolir refuses it too rather than invent a value (numpy's is 0)."""
+    if divisor.dtype.kind in "iu" and not np.all(divisor):
+        raise UsageError(f"integer {op_type} by zero: undefined in ONNX (onnxruntime refuses it)")
+
+
 @adapter(*_BINARY)
 def plan_binary(ctx: NodeContext) -> Step:
     function = _BINARY[ctx.version.op_type]
     keep_type = ctx.version.op_type in _KEEP_TYPE
+    op_type = ctx.version.op_type
 
     def run(a, b):
         check_broadcast((a, b))
+        if op_type == "Div":
+            _refuse_integer_division_by_zero(op_type, b)
         result = np.asarray(function(a, b))
         return (result.astype(a.dtype, copy=False) if keep_type else result,)
     return run
@@ -117,6 +127,7 @@ def plan_mod(ctx: NodeContext) -> Step:
 
     def run(a, b):
         check_broadcast((a, b))
+        _refuse_integer_division_by_zero("Mod", b)
         return (modulo(a, b, fmod),)
     return run
 

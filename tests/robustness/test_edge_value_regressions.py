@@ -371,3 +371,21 @@ def test_ir_max_pool_with_indices_dynamic_dims_and_pads_not_below_the_kernel_is_
     one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "pool.onnx"]), path, "'pool'",
                     "not smaller than the kernel")
     assert not (tmp_path / "pool.onnx").exists()
+
+
+# -- ONNX integer Div and Mod by zero gave numpy's 0, where the spec says "undefined" and onnxruntime stops ---------
+@pytest.mark.parametrize("op", ["Div", "Mod"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.int64])
+def test_onnx_integer_division_by_zero_is_refused_as_onnxruntime_refuses_it(tmp_path, op, dtype):
+    onnx_type = NUMPY_TO_ONNX[np.dtype(dtype)]
+    model = _onnx_one_node(helper.make_node(op, ["a", "b"], ["y"], name="div"), [("a", onnx_type, [3]),
+                           ("b", onnx_type, [3])], [("y", onnx_type, [3])], opset=17)
+    feeds = {"a": np.array([7, -7, 1], dtype), "b": np.array([2, 0, 1], dtype)}
+    with pytest.raises(Exception, match="by zero"):
+        onnxruntime_run(model, feeds)
+    path = tmp_path / "div.onnx"
+    onnx.save(model, path)
+    np.savez(tmp_path / "in.npz", **feeds)
+    one_line_error(invoke_cli("run", ["run", path, "--inputs", tmp_path / "in.npz"]), path, "'div'", f"{op} by zero")
+    feeds["b"][1] = 3
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y"], onnxruntime_run(model, feeds)["y"])
