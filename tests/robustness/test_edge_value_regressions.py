@@ -389,3 +389,17 @@ def test_onnx_integer_division_by_zero_is_refused_as_onnxruntime_refuses_it(tmp_
     one_line_error(invoke_cli("run", ["run", path, "--inputs", tmp_path / "in.npz"]), path, "'div'", f"{op} by zero")
     feeds["b"][1] = 3
     np.testing.assert_array_equal(runtime.run(model, feeds)["y"], onnxruntime_run(model, feeds)["y"])
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_onnx_integer_log_sum_of_zero_is_the_types_minimum_like_onnxruntime(dtype):
+    # log 0 = -inf, which onnxruntime's conversion to an integer gives as the type's minimum; numpy's cast of it
+    # is undefined (and warns).
+    onnx_type = NUMPY_TO_ONNX[np.dtype(dtype)]
+    model = _onnx_one_node(helper.make_node("ReduceLogSum", ["x", "axes"], ["y"], keepdims=0),
+                           [("x", onnx_type, [3, 2])], [("y", onnx_type, [3])],
+                           [helper.make_tensor("axes", TensorProto.INT64, [1], [1])])
+    feeds = {"x": np.array([[0, 3], [0, 0], [100, 100]], dtype)}
+    with np.errstate(all="raise"):
+        got = runtime.run(model, feeds)["y"]
+    np.testing.assert_array_equal(got, onnxruntime_run(model, feeds)["y"])
