@@ -44,14 +44,30 @@ def _number(value) -> float | None:
 
 
 def summarize(name: str, array: np.ndarray) -> dict:
-    """Name, shape, dtype and min/max/mean (None for an empty array; NaN shown as None in JSON)."""
+    """Name, shape, dtype and min/max/mean (None for an empty array; NaN shown as None in JSON), and for an output
+    holding NaN or infinities their counts, `non_finite` ({"nan": 1, "+inf": 2, "-inf": 0})."""
     summary = {"name": name, "shape": list(array.shape), "dtype": str(array.dtype)}
     if array.size == 0 or array.dtype.kind not in "biuf" and array.dtype.name != "bfloat16":
         summary.update(min=None, max=None, mean=None)
-    else:
+        return summary
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf in the mean: NaN, without numpy's warning
         summary.update(min=_number(array.min()), max=_number(array.max()),
                        mean=_number(array.mean(dtype=np.float64)))
+    if array.dtype.kind not in "biu":
+        counts = {"nan": int(np.isnan(array).sum()), "+inf": int(np.isposinf(array).sum()),
+                  "-inf": int(np.isneginf(array).sum())}
+        if any(counts.values()):
+            summary["non_finite"] = counts
     return summary
+
+
+def non_finite_warning(model, summary: dict) -> str | None:
+    """The warning line for an output holding NaN or infinities, which its min, max and mean hide or mislead."""
+    counts = summary.get("non_finite")
+    if not counts:
+        return None
+    held = ", ".join(f"{count} {kind if kind != 'nan' else 'NaN'}" for kind, count in counts.items() if count)
+    return f"poolir: warning: {printable(str(model))}: output '{printable(summary['name'])}' holds {held}"
 
 
 def _text(summary: dict) -> str:
@@ -116,3 +132,5 @@ def command(model, input_options, inputs_archive, input_shapes, seed, output, as
     else:
         for summary in summaries:
             click.echo(_text(summary))
+    for warning in filter(None, (non_finite_warning(model, summary) for summary in summaries)):
+        click.echo(warning, err=True)

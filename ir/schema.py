@@ -131,7 +131,8 @@ def parse_attrs(schema: OpVersion, raw: dict[str, str]) -> dict[str, Any]:
 
 
 def normalize_attrs(schema: OpVersion, attrs: dict[str, Any]) -> dict[str, Any]:
-    """Check typed attributes (from a file or from the builder) against the schema; fill defaults.
+    """Check typed attributes (from a file or from the builder) against the schema and its value check; fill
+    defaults.
 
     Returns a new dict in schema order. Raises UsageError naming the attribute and what is allowed.
     """
@@ -152,6 +153,8 @@ def normalize_attrs(schema: OpVersion, attrs: dict[str, Any]) -> dict[str, Any]:
             raise UsageError(f"attribute {attr.name!r} = {value!r} is not allowed in {schema.label} "
                              f"(allowed: {', '.join(attr.choices)})")
         result[attr.name] = value
+    if schema.value_check is not None:
+        schema.value_check(result)
     return result
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from poolir.ir.element_types import dtype_of, is_integer
-from poolir.ir.errors import InvalidModelError
+from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.model import Dim, Shape, shape_str, static_shape
 
 MAX_FOLDED_ELEMENTS = 4096  # values larger than this are not folded: shape arithmetic is small
@@ -31,6 +31,14 @@ class TensorInfo:
 def dynamic_shape(rank: int) -> Shape:
     """`rank` fully dynamic dims."""
     return tuple(Dim.dynamic() for _ in range(rank))
+
+
+def static_length(target: TensorInfo, problem: str) -> int:
+    """How many values a 1-D shape input of unknown value holds (0 for a scalar); UnsupportedError if dynamic."""
+    length = target.shape[0].value if target.shape else 0
+    if length is None:
+        raise UnsupportedError(problem)
+    return length
 
 
 def static_values(shape: Shape) -> tuple[int, ...] | None:

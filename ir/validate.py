@@ -32,8 +32,6 @@ def validate_graph(model: Model) -> None:
         try:
             schema = op_version(layer.type, layer.version)
             layer.attrs = normalize_attrs(schema, layer.attrs)
-            if schema.value_check is not None:
-                schema.value_check(layer.attrs)
             schema.check_port_count("output", len(layer.outputs))
             schema.check_port_count("input", len(layer.inputs))
         except PoolirError as error:

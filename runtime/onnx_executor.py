@@ -263,7 +263,7 @@ class OnnxProgram:
             except (BudgetError, InvalidModelError) as error:  # the model's fault whatever the feeds: as convert says
                 raise error.located(file=self.source, where=label) from None
             except PoolirError as error:
-                raise FeedError(f"for the given input shapes: {error.problem}", file=self.source,
+                raise FeedError(f"for the given inputs: {error.problem}", file=self.source,
                                 where=label) from None
             except (ValueError, IndexError) as error:
                 raise InvalidModelError(f"cannot execute for the given inputs: {error}", file=self.source,

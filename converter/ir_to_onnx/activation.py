@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_accepting, has_attribute
+from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
 from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
@@ -31,16 +31,9 @@ from poolir.runtime.onnx_ops import OP_VERSIONS, first_opset, op_version
 from poolir.runtime.onnx_ops.activation import softmax_along_axis
 
 
-def _check_writable(context: Context, op_type: str, element_type: str) -> None:
-    since = first_opset(op_type)
-    context.check_opset(since, f"{op_type} exists from opset {since}")
-    accepting = first_opset_accepting(op_type, dtype_of(element_type))
-    context.check_opset(accepting, f"{op_type} on {element_type} needs opset {accepting}")
-
-
 def _unary(op_type: str):
     def convert(context: Context, layer: Layer) -> None:
-        _check_writable(context, op_type, context.input_info(layer, 0).element_type)
+        check_writes(context, op_type, context.input_info(layer, 0).element_type)
         context.node_into(op_type, [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name)
     return convert
 
@@ -54,7 +47,7 @@ def _scalar(context: Context, layer: Layer, index: int, what: str) -> float:
 
 def _hard_sigmoid_node(context: Context, layer: Layer, source: str, outputs: list[str] | None, alpha: float,
                        beta: float) -> str:
-    _check_writable(context, "HardSigmoid", context.input_info(layer, 0).element_type)
+    check_writes(context, "HardSigmoid", context.input_info(layer, 0).element_type)
     if outputs is None:
         return context.node("HardSigmoid", [source], f"{layer.name}/hard_sigmoid", alpha=alpha, beta=beta)[0]
     context.node_into("HardSigmoid", [source], outputs, layer.name, alpha=alpha, beta=beta)
@@ -80,7 +73,7 @@ def hswish(context: Context, layer: Layer) -> None:
     element_type = context.input_info(layer, 0).element_type
     since = first_opset("HardSwish")
     if since is not None and context.opset >= since:
-        _check_writable(context, "HardSwish", element_type)
+        check_writes(context, "HardSwish", element_type)
         context.node_into("HardSwish", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name)
         return
     source = context.input(layer, 0)
@@ -90,7 +83,7 @@ def hswish(context: Context, layer: Layer) -> None:
 
 def swish(context: Context, layer: Layer) -> None:
     element_type = context.input_info(layer, 0).element_type
-    _check_writable(context, "Sigmoid", element_type)
+    check_writes(context, "Sigmoid", element_type)
     source = context.input(layer, 0)
     argument = source
     if len(layer.inputs) > 1:
@@ -104,7 +97,7 @@ def swish(context: Context, layer: Layer) -> None:
 def clamp(context: Context, layer: Layer) -> None:
     info = context.input_info(layer, 0)
     element_type = info.element_type
-    _check_writable(context, "Clip", element_type)
+    check_writes(context, "Clip", element_type)
     dtype = dtype_of(element_type)
     low, high = layer.attrs["min"], layer.attrs["max"]
     if is_integer(element_type):
@@ -126,10 +119,10 @@ def prelu(context: Context, layer: Layer) -> None:
     slope = context.constant(layer, 1)
     if (slope is not None and slope.size == 1 and is_float_type(info.element_type)
             and float(np.float32(np.ravel(slope)[0])) == float(np.ravel(slope)[0])):  # LeakyRelu's alpha is f32
-        _check_writable(context, "LeakyRelu", info.element_type)
+        check_writes(context, "LeakyRelu", info.element_type)
         context.node_into("LeakyRelu", [source], [output], layer.name, alpha=float(np.ravel(slope)[0]))
         return
-    _check_writable(context, "PRelu", info.element_type)
+    check_writes(context, "PRelu", info.element_type)
     slope_info = context.input_info(layer, 1)
     rank = len(info.shape)
     channels = info.shape[1].min if rank >= 2 and info.shape[1].is_static else None
@@ -152,7 +145,7 @@ def is_float_type(element_type: str) -> bool:
 def softmax(context: Context, layer: Layer) -> None:
     op_type = "Softmax" if layer.type == "SoftMax" else "LogSoftmax"
     info = context.input_info(layer, 0)
-    _check_writable(context, op_type, info.element_type)
+    check_writes(context, op_type, info.element_type)
     rank = len(info.shape)
     axis = layer.attrs["axis"] % rank if rank else 0
     row = op_version(op_type, context.opset)

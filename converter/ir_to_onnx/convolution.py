@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.pool_windows import check_element_type
+from poolir.converter.ir_to_onnx.opsets import check_writes
 from poolir.ir.errors import ConversionError, UsageError
 from poolir.ir.model import Layer
 from poolir.ir.ops.convolution import conv_weight_layout, conv_windows_of
@@ -22,7 +22,7 @@ _ONNX_AUTO_PADS = {"same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "vali
 
 def convolution(context: Context, layer: Layer) -> None:
     x_info, w_info = context.input_info(layer, 0), context.input_info(layer, 1)
-    check_element_type(context, "Conv", x_info.element_type)
+    check_writes(context, "Conv", x_info.element_type)
     if not all(dim.is_static for dim in w_info.shape):
         raise ConversionError(f"weights of dynamic shape {[str(d) for d in w_info.shape]}: the ONNX Conv's "
                               "group and kernel need a static weights shape")

@@ -11,6 +11,7 @@ import numpy as np
 
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
+from poolir.converter.ir_to_onnx.opsets import check_writes
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
@@ -19,13 +20,23 @@ from poolir.runtime.onnx_ops import first_opset
 
 def _unary(op_type: str) -> Callable[[Context, Layer], None]:
     def convert(context: Context, layer: Layer) -> None:
-        context.node_into(op_type, [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name)
+        element_type = context.input_info(layer, 0).element_type
+        check_writes(context, op_type, element_type, layer.type)
+        source = context.input(layer, 0)
+        if op_type in ("Abs", "Neg") and element_type == "i8":
+            # OpenVINO saturates |-128| and -(-128) to 127 (runtime.kernels.elementwise.openvino_cpu_integer_unary);
+            # ONNX wraps them to -128. Raising the input to -127 first keeps OpenVINO's meaning.
+            check_writes(context, "Clip", element_type, f"{layer.type} of i8 (127 for -128, as OpenVINO computes it)")
+            floor = context.initializer(np.array(-127, np.int8), f"{layer.name}/floor")
+            (source,) = context.node("Clip", [source, floor], f"{layer.name}/saturate")
+        context.node_into(op_type, [source], [context.name_output(layer, 0)], layer.name)
     return convert
 
 
 def floor(context: Context, layer: Layer) -> None:
     """Floor of an integer (PyTorch's frontend writes one after an integer Divide) is its input; ONNX Floor
-    takes floats only."""
+    takes floats only. (OpenVINO's CPU plugin floors an i32 in float32, so past 2**24 it rounds: exact for the
+    shape arithmetic PyTorch writes it for.)"""
     integral = _is_integer(context.input_info(layer, 0).element_type)
     context.node_into("Identity" if integral else "Floor", [context.input(layer, 0)], [context.name_output(layer, 0)],
                       layer.name)
@@ -113,7 +124,7 @@ def convert_like(context: Context, layer: Layer) -> None:
 
 
 CONVERTERS = {
-    "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": floor,
+    "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": floor, "Negative": _unary("Neg"),
     "Add": _binary("Add"), "Subtract": _binary("Sub"), "Multiply": _binary("Mul"), "Maximum": _binary("Max"),
     "Minimum": _binary("Min"), "Power": _binary("Pow"), "Divide": divide, "FloorMod": floor_mod, "Mod": mod,
     "Convert": convert, "ConvertLike": convert_like,

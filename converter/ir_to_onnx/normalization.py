@@ -14,24 +14,16 @@
 from __future__ import annotations
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_accepting
-from poolir.ir.element_types import dtype_of
+from poolir.converter.ir_to_onnx.opsets import check_writes
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.ops.normalization import bn_ports
 from poolir.runtime.ir_ops.normalization import openvino_lrn_axes_problem, openvino_lrn_window
 
 
-def _check_type(context: Context, layer: Layer, op_type: str, port: int) -> None:
-    element_type = context.input_info(layer, port).element_type
-    since = first_opset_accepting(op_type, dtype_of(element_type))
-    context.check_opset(since, f"element type {element_type} needs {op_type}-{since}" if since else
-                        f"ONNX {op_type} does not take element type {element_type}")
-
-
 def batch_norm(context: Context, layer: Layer) -> None:
     ports = bn_ports(layer)
-    _check_type(context, layer, "BatchNormalization", ports[0])
+    check_writes(context, "BatchNormalization", context.input_info(layer, ports[0]).element_type)
     inputs = [context.input(layer, port) for port in ports]
     context.node_into("BatchNormalization", inputs, [context.name_output(layer, 0)], layer.name,
                       epsilon=float(layer.attrs["epsilon"]))
@@ -39,13 +31,14 @@ def batch_norm(context: Context, layer: Layer) -> None:
 
 def lrn(context: Context, layer: Layer) -> None:
     rank = len(context.input_info(layer, 0).shape)
-    axes = sorted({a + rank if a < 0 else a for a in context.constant_ints(layer, 1, "LRN axes")})
+    axes = list(context.constant_ints(layer, 1, "LRN axes"))
     problem = openvino_lrn_axes_problem(axes, rank)
     if problem:
         raise ConversionError(problem)
+    axes = sorted(axes)
     if axes != [1]:
         raise ConversionError(f"LRN over the spatial axes {axes}: ONNX LRN normalises across channels (axis 1) only")
-    _check_type(context, layer, "LRN", 0)
+    check_writes(context, "LRN", context.input_info(layer, 0).element_type)
     size = layer.attrs["size"]
     onnx_size = 2 * openvino_lrn_window(size) + 1
     context.node_into("LRN", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name,

@@ -10,7 +10,8 @@ from typing import Callable
 
 import numpy as np
 
-from poolir.runtime.onnx_ops import OP_VERSIONS, OnnxOpVersion, op_version
+from poolir.ir.element_types import dtype_of
+from poolir.runtime.onnx_ops import OP_VERSIONS, OnnxOpVersion, first_opset, op_version
 
 # The opsets poolir WRITES: 7 is the first with today's broadcasting and attribute semantics for every op
 # the converters emit, 22 the newest whose every op version the converters were checked against. (The
@@ -29,6 +30,17 @@ def first_opset_where(op_type: str, condition: Callable[[OnnxOpVersion], bool]) 
 def first_opset_accepting(op_type: str, dtype: np.dtype) -> int | None:
     """The first opset whose `op_type` accepts `dtype` for its main input (MaxPool int8: 12), or None."""
     return first_opset_where(op_type, lambda row: row.dtypes is None or np.dtype(dtype) in row.dtypes)
+
+
+def check_writes(context, op_type: str, element_type: str, what: str | None = None) -> None:
+    """Refuse unless the requested opset has `op_type` and its version takes `element_type` for its main input
+    (Equal on floats from opset 11, MaxPool on int8 from 12, Exp on no integer type); `what` names the layer."""
+    what = what or op_type
+    since = first_opset(op_type)
+    context.check_opset(since, f"{what} needs ONNX {op_type}, from opset {since}")
+    accepting = first_opset_accepting(op_type, dtype_of(element_type))
+    context.check_opset(accepting, f"{what} needs ONNX {op_type} on {element_type}, from opset {accepting}"
+                        if accepting else f"{what}: ONNX {op_type} does not take element type {element_type}")
 
 
 def has_attribute(op_type: str, opset: int, attribute: str) -> bool:

@@ -1,4 +1,4 @@
-"""Element-wise IR layers beyond arithmetic -> ONNX: Sign, Negative, Exp, Log, comparisons, logical ops, Select.
+"""Element-wise IR layers beyond arithmetic -> ONNX: Sign, Exp, Log, comparisons, logical ops, Select.
 
 auto_broadcast numpy is ONNX's multidirectional broadcasting (and "none", equal shapes, a special case of it);
 Select is ONNX Where. LessEqual and GreaterEqual need ONNX LessOrEqual/GreaterOrEqual (opset 12): Not(Greater)
@@ -15,19 +15,10 @@ from typing import Callable
 import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_accepting
+from poolir.converter.ir_to_onnx.opsets import check_writes
 from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.model import Layer
 from poolir.runtime.onnx_ops import first_opset
-
-
-def check_writes(context: Context, op_type: str, element_type: str, what: str) -> None:
-    """Refuse unless the requested opset has `op_type` and its version takes `element_type` (Equal on floats
-    from opset 11, Less on integers from 9: runtime.onnx_ops.elementwise); `what` names the layer."""
-    since = first_opset(op_type)
-    context.check_opset(since, f"{what} needs ONNX {op_type}, from opset {since}")
-    accepting = first_opset_accepting(op_type, dtype_of(element_type))
-    context.check_opset(accepting, f"{what} needs ONNX {op_type} on {element_type}, from opset {accepting}")
 
 
 def _direct(op_type: str) -> Callable[[Context, Layer], None]:
@@ -46,6 +37,7 @@ def exp(context: Context, layer: Layer) -> None:
     since = first_opset("Where")
     context.check_opset(since, f"Exp (+inf for NaN, as OpenVINO computes it) needs ONNX Where, from opset {since}")
     element_type = context.input_info(layer, 0).element_type
+    check_writes(context, "Exp", element_type, layer.type)
     check_writes(context, "Equal", element_type, "Exp (+inf for NaN, as OpenVINO computes it)")
     x = context.input(layer, 0)
     dtype = dtype_of(element_type)
@@ -102,7 +94,7 @@ def not_equal(context: Context, layer: Layer) -> None:
 
 
 CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
-    "Sign": _direct("Sign"), "Negative": _direct("Neg"), "Exp": exp, "Log": _direct("Log"),
+    "Sign": _direct("Sign"), "Exp": exp, "Log": _direct("Log"),
     "Equal": _direct("Equal"), "NotEqual": not_equal, "Less": _direct("Less"),
     "Greater": _negated("LessOrEqual", "Greater"),
     "LessEqual": _direct("LessOrEqual"), "GreaterEqual": _negated("Less", "GreaterOrEqual"),

@@ -31,15 +31,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_accepting, first_opset_where
-from poolir.ir.element_types import dtype_of
+from poolir.converter.ir_to_onnx.opsets import first_opset_where
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.geometry import (AxisWindow, axis_specs, covering_pad_end, keeps_a_window_ceil_torch_drops,
                                 overhang_possible, overhangs, rounding_matters_with_same_pads, smallest_pad_end,
                                 spec_of)
 from poolir.ir.ops.pooling import pool_windows_of
 from poolir.ir.model import Layer
-from poolir.runtime.onnx_ops import first_opset_with, op_version
+from poolir.runtime.onnx_ops import first_opset_with
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +113,13 @@ def pool_geometry(context: Context, layer: Layer, op_type: str, *, inert_padding
         return _dynamic_cover(specs, rounding)
     if fill_empty_windows and (big_pads or any(keeps_a_window_ceil_torch_drops(spec, rounding) for spec in specs)):
         return _dynamic_cover(specs, rounding)
+    if big_pads:
+        # Not covered by a Pad (MaxPool's indices count real elements only): ONNX pads this large leave windows
+        # of padding alone for some lengths, which OpenVINO fills with its own value (and index), and
+        # onnxruntime refuses them.
+        raise ConversionError(f"pads_begin {list(pads_begin)} / pads_end {list(pads_end)} not smaller than the "
+                              f"kernel {[spec.kernel for spec in specs]} with dynamic spatial dims: some windows may "
+                              f"hold only padding, which ONNX pads cannot express exactly")
     if rounding == "floor":
         return OnnxWindows(pads_begin, pads_end, 0, count_include_pad=include)
     if not ceil_allowed and rounding != "floor":
@@ -220,16 +226,3 @@ def pool_attributes(context: Context, layer: Layer, geometry: OnnxWindows, op_ty
         context.check_opset(since, f"dilations {list(dilations)}: {op_type} has dilations from opset {since}")
         onnx_attrs["dilations"] = list(dilations)
     return onnx_attrs
-
-
-def check_element_type(context: Context, op_type: str, element_type: str) -> None:
-    """Refuse an element type the ONNX op does not accept in the requested opset (MaxPool int8: from 12)."""
-    dtype = dtype_of(element_type)
-    row = op_version(op_type, context.opset)
-    if row is not None and (row.dtypes is None or dtype in row.dtypes):
-        return
-    since = first_opset_accepting(op_type, dtype)
-    if since is None or since <= context.opset:
-        raise ConversionError(f"element type {element_type}: ONNX {op_type} does not accept it")
-    raise ConversionError(f"element type {element_type}: {op_type} accepts it from opset {since} "
-                          f"(requested opset {context.opset})")

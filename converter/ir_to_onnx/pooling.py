@@ -21,9 +21,8 @@ from poolir.converter.ir_to_onnx.adaptive_pool import CONVERTERS as ADAPTIVE_CON
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.movement import pad_node
 from poolir.converter.ir_to_onnx.onnxruntime_gaps import onnxruntime_lacks
-from poolir.converter.ir_to_onnx.opsets import first_opset_where
-from poolir.converter.ir_to_onnx.pool_windows import (OnnxWindows, check_element_type, pool_attributes,
-                                                      pool_geometry)
+from poolir.converter.ir_to_onnx.opsets import check_writes, first_opset_where
+from poolir.converter.ir_to_onnx.pool_windows import OnnxWindows, pool_attributes, pool_geometry
 from poolir.converter.ir_to_onnx.reduction import reduction_axes
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
@@ -108,7 +107,7 @@ def _pool_into(context: Context, op_type: str, source: str, geometry: OnnxWindow
 
 def max_pool(context: Context, layer: Layer) -> None:
     info = context.input_info(layer, 0)
-    check_element_type(context, "MaxPool", info.element_type)
+    check_writes(context, "MaxPool", info.element_type)
     want_indices = len(layer.outputs) > 1 and context.is_used(layer, 1)
     # A window wholly in the padding outputs OpenVINO's floor value (runtime/ir_ops.py, rule M1): a Pad
     # of that value reproduces it, but would shift the indices, so only without them.
@@ -203,7 +202,7 @@ def _unpadded_indices(context: Context, indices: str, geometry: OnnxWindows, spa
 
 def avg_pool(context: Context, layer: Layer) -> None:
     info = context.input_info(layer, 0)
-    check_element_type(context, "AveragePool", info.element_type)
+    check_writes(context, "AveragePool", info.element_type)
     exclude = layer.attrs["exclude-pad"]
     geometry = pool_geometry(context, layer, "AveragePool", inert_padding=exclude, full_kernel_divisor=not exclude)
     attrs = pool_attributes(context, layer, geometry, "AveragePool")
@@ -308,7 +307,7 @@ def _lp_pool(context: Context, pattern: _LpPattern, abs_layer: Layer) -> bool:
     pool = pattern.pool
     if not _lp_divisor_is_kernel(context, pool):
         return False
-    check_element_type(context, "LpPool", context.input_info(abs_layer, 0).element_type)
+    check_writes(context, "LpPool", context.input_info(abs_layer, 0).element_type)
     geometry = pool_geometry(context, pool, "LpPool", inert_padding=True, full_kernel_divisor=False)
     if geometry.pre_pad_end is not None:
         return False

@@ -41,9 +41,6 @@ from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedErro
 _BINARY = {"Add": "Add", "Sub": "Subtract", "Mul": "Multiply", "Div": "Divide", "Pow": "Power",
            "Max": "Maximum", "Min": "Minimum", "Sum": "Add", "Mean": "Add"}
 _UNARY = {"Abs": "Abs", "Sqrt": "Sqrt", "Floor": "Floor"}
-_FLOAT_ONLY = {"Sqrt", "Floor", "Ceil", "Reciprocal"}
-
-
 def _is_integer(element_type: str) -> bool:
     return bool(np.issubdtype(dtype_of(element_type), np.integer))
 
@@ -61,17 +58,10 @@ def _scalar(node: OnnxNode, value, like: Value) -> Value:
     return Value(node.const(np.asarray(value, dtype=dtype_of(like.element_type))), like.element_type, ())
 
 
-def _check_float(node: OnnxNode, x: Value) -> None:
-    if node.version.op_type in _FLOAT_ONLY and _is_integer(x.element_type):
-        raise UnsupportedError(f"{node.version.label} is defined for floating-point inputs, "
-                               f"got {x.element_type}")
-
-
 def unary(node: OnnxNode) -> list[Value]:
     """Abs, Sqrt, Floor: one IR layer each."""
     x = node.single_input()
     node.attributes()
-    _check_float(node, x)
     (ref,) = node.add(_UNARY[node.version.op_type], [x.ref], name=node.name)
     return [Value(ref, x.element_type, x.shape)]
 
@@ -89,7 +79,6 @@ def reciprocal(node: OnnxNode) -> list[Value]:
     """Reciprocal -> Divide(1, x), one correctly rounded IEEE division."""
     x = node.single_input()
     node.attributes()
-    _check_float(node, x)
     return [_binary_layer(node, "Divide", _scalar(node, 1, x), x)]
 
 
@@ -97,7 +86,6 @@ def ceil(node: OnnxNode) -> list[Value]:
     """Ceil -> -Floor(-x): negation is exact, so this is ceil for every float (and keeps -0.0 for x in (-1, 0])."""
     x = node.single_input()
     node.attributes()
-    _check_float(node, x)
     minus = _scalar(node, -1, x)
     negated = _binary_layer(node, "Multiply", x, minus, name=f"{node.name}/negate")
     (floored,) = node.add("Floor", [negated.ref], name=f"{node.name}/floor")

@@ -3,8 +3,8 @@
     io           Parameter, Const, Result
     pooling      AvgPool, MaxPool (OpenVINO's pooling shape rules, pool_windows_of)
     elementwise  Add .. Power, Abs, Sqrt, Floor, Convert, ConvertLike
-    movement     Reshape, Squeeze, Unsqueeze, Concat, Split, VariadicSplit, Transpose, Slice, StridedSlice,
-                 Gather, ShapeOf, Broadcast, Pad
+    movement     Reshape, Squeeze, Unsqueeze, Concat, Split, VariadicSplit, Transpose, ShapeOf, Broadcast, Pad
+    indexing     Slice, StridedSlice, Gather
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
     convolution  Convolution, GroupConvolution
     matmul       MatMul
@@ -24,11 +24,11 @@ from __future__ import annotations
 from types import ModuleType
 
 from poolir.ir.attributes import OpVersion
-from poolir.ir.ops import (activation, convolution, elementwise, io, matmul, movement, normalization, pointwise,
-                           pooling, rearrange, reduction)
+from poolir.ir.ops import (activation, convolution, elementwise, indexing, io, matmul, movement, normalization,
+                           pointwise, pooling, rearrange, reduction)
 from poolir.ir.registry import ShapeRule, check_coverage, index_schema_rows, merge_shape_rules
 
-FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, reduction, convolution, matmul,
+FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, indexing, reduction, convolution, matmul,
                                     normalization, activation, pointwise, rearrange)
 
 # layer type -> its op versions, oldest first

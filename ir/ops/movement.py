@@ -1,5 +1,5 @@
-"""Layers that move, select or reshape data without arithmetic: Reshape, Squeeze, Unsqueeze, Concat, Split,
-VariadicSplit, Transpose, Slice, StridedSlice, Gather, ShapeOf, Broadcast and Pad.
+"""Layers that move or reshape data without arithmetic: Reshape, Squeeze, Unsqueeze, Concat, Split, VariadicSplit,
+Transpose, ShapeOf, Broadcast and Pad (the layers that select by index, Slice, StridedSlice and Gather: indexing.py).
 
 Their rules fold small known values (ir.shapes) so that shape arithmetic, such as a Reshape target
 computed from ShapeOf, Gather and Concat, still gives static dims.
@@ -11,16 +11,15 @@ import math
 
 import numpy as np
 
-from poolir.ir.attributes import BOOL, INT, INTS, STR, REQUIRED, Attr, OpVersion
+from poolir.ir.attributes import BOOL, INT, STR, REQUIRED, Attr, OpVersion
 from poolir.ir.element_types import INDEX_ELEMENT_TYPES, is_integer
 from poolir.ir.errors import InvalidModelError, UnsupportedError
-from poolir.ir.model import Dim, Layer, Shape, shape_str, static_shape
+from poolir.ir.model import Dim, Layer, shape_str, static_shape
 from poolir.ir.registry import ShapeRules
 from poolir.ir.shapes import (TensorInfo, axes_of, broadcast_shapes, dynamic_shape, folded, info_of_value,
-                              normalize_axis, scalar_int, static_values)
+                              normalize_axis, scalar_int, static_length, static_values)
 
 PAD_MODES = ("constant", "edge", "reflect", "symmetric")
-_STRIDED_SLICE_MASKS = ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")
 
 SCHEMA_ROWS: tuple[OpVersion, ...] = (
     OpVersion("Reshape", 1, (Attr("special_zero", BOOL),), inputs=(2, 2)),
@@ -31,13 +30,6 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
     OpVersion("Split", 1, (Attr("num_splits", INT),), inputs=(2, 2), outputs=(1, None)),
     OpVersion("VariadicSplit", 1, inputs=(3, 3), outputs=(1, None)),
     OpVersion("Transpose", 1, inputs=(2, 2)),
-    OpVersion("Slice", 8, inputs=(4, 5)),
-    OpVersion("StridedSlice", 1, (Attr("begin_mask", INTS), Attr("end_mask", INTS),
-                                  Attr("new_axis_mask", INTS, ()), Attr("shrink_axis_mask", INTS, ()),
-                                  Attr("ellipsis_mask", INTS, ())), inputs=(3, 4)),
-    OpVersion("Gather", 1, inputs=(3, 3)),
-    OpVersion("Gather", 7, (Attr("batch_dims", INT, 0),), inputs=(3, 3)),
-    OpVersion("Gather", 8, (Attr("batch_dims", INT, 0),), inputs=(3, 3)),
     OpVersion("ShapeOf", 1),
     OpVersion("ShapeOf", 3, (Attr("output_type", STR, "i64", INDEX_ELEMENT_TYPES),)),
     OpVersion("Broadcast", 1, (Attr("mode", STR, "numpy", ("numpy", "explicit")),), inputs=(2, 3)),
@@ -50,21 +42,13 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
 SHAPE_RULES = ShapeRules()
 
 
-def _static_length(target: TensorInfo, problem: str) -> int:
-    """How many values a 1-D shape input of unknown value holds (0 for a scalar); UnsupportedError if dynamic."""
-    length = target.shape[0].value if target.shape else 0
-    if length is None:
-        raise UnsupportedError(problem)
-    return length
-
-
 @SHAPE_RULES.register("Reshape")
 def infer_reshape(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data, target = inputs
     if len(target.shape) > 1:
         raise InvalidModelError(f"the target shape input must be 1-D, got {shape_str(target.shape)}")
     if target.value is None:
-        rank = _static_length(target, "the output rank is unknown (a dynamic-length target shape)")
+        rank = static_length(target, "the output rank is unknown (a dynamic-length target shape)")
         return [TensorInfo(data.element_type, dynamic_shape(rank))]
     requested = [int(v) for v in np.ravel(target.value)]
     dims: list[Dim | None] = []
@@ -241,126 +225,6 @@ def infer_transpose(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     return [info_of_value(data.element_type, value, shape)]
 
 
-def _indexed_shape(data: TensorInfo, index) -> Shape | None:
-    """The shape numpy gives for `index` on a static shape, without allocating (a zero-stride view)."""
-    values = static_values(data.shape)
-    if values is None:
-        return None
-    try:
-        return static_shape(np.broadcast_to(np.zeros((), np.int8), values)[index].shape)
-    except IndexError as error:
-        raise InvalidModelError(f"slice out of range of {shape_str(data.shape)}: {error}") from None
-
-
-@SHAPE_RULES.register("Slice")
-def infer_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
-    data = inputs[0]
-    rank = len(data.shape)
-    start, stop, step = (inputs[i].value for i in (1, 2, 3))
-    axes = inputs[4].value if len(inputs) == 5 else np.arange(0 if start is None else np.size(start))
-    if any(v is None for v in (start, stop, step, axes)):
-        return [TensorInfo(data.element_type, dynamic_shape(rank))]
-    index = [slice(None)] * rank
-    seen = set()
-    for begin, end, stride, axis in zip(*(np.ravel(v).tolist() for v in (start, stop, step, axes))):
-        if stride == 0:
-            raise InvalidModelError("a Slice step is 0")
-        axis = normalize_axis(axis, rank)
-        if axis in seen:  # OpenVINO: "Slice values in `axes` input must be unique" (ONNX Slice: the same)
-            raise InvalidModelError(f"the Slice axes {np.ravel(axes).tolist()} name axis {axis} twice")
-        seen.add(axis)
-        index[axis] = slice(begin, end, stride)
-    shape = _indexed_shape(data, tuple(index))
-    if shape is None:
-        dims = list(data.shape)
-        for begin, end, stride, axis in zip(*(np.ravel(v).tolist() for v in (start, stop, step, axes))):
-            axis = normalize_axis(axis, rank)
-            dim = dims[axis]
-            dims[axis] = (Dim.static(len(range(*slice(begin, end, stride).indices(dim.min)))) if dim.is_static
-                          else Dim.dynamic())
-        shape = tuple(dims)
-    value = data.value[tuple(index)] if data.value is not None else None
-    return [info_of_value(data.element_type, value, shape)]
-
-
-def _strided_slice_rank(layer: Layer, data: TensorInfo, begin: TensorInfo) -> int:
-    """The output rank of a StridedSlice whose bounds are unknown: each entry keeps, adds (new axis), drops
-    (shrink) or spans (ellipsis) axes, whatever the bounds; axes past the entries are kept."""
-    entries = _static_length(begin, "StridedSlice with computed bounds of unknown length: the output rank is unknown")
-    masks = {name: list(layer.attrs[name]) for name in _STRIDED_SLICE_MASKS}
-    index = []
-    for i in range(entries):
-        bit = {name: i < len(masks[name]) and masks[name][i] == 1 for name in masks}
-        index.append(Ellipsis if bit["ellipsis_mask"] else None if bit["new_axis_mask"] else
-                     0 if bit["shrink_axis_mask"] else slice(None))
-    try:
-        return np.broadcast_to(np.zeros((), np.int8), (1,) * len(data.shape))[tuple(index)].ndim
-    except IndexError as error:
-        raise InvalidModelError(f"StridedSlice entries do not fit rank {len(data.shape)}: {error}") from None
-
-
-@SHAPE_RULES.register("StridedSlice")
-def infer_strided_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
-    data = inputs[0]
-    begin, end = inputs[1].value, inputs[2].value
-    stride = inputs[3].value if len(inputs) == 4 else (None if begin is None else np.ones_like(begin))
-    if begin is None or end is None or stride is None:
-        # Bounds computed at run time (OpenVINO accepts them): the masks alone give the output rank.
-        return [TensorInfo(data.element_type, dynamic_shape(_strided_slice_rank(layer, data, inputs[1])))]
-    begin, end, stride = (np.ravel(v).tolist() for v in (begin, end, stride))
-    masks = {name: list(layer.attrs[name]) for name in _STRIDED_SLICE_MASKS}
-
-    def bit(name: str, i: int) -> bool:
-        return i < len(masks[name]) and masks[name][i] == 1
-
-    index = []
-    for i in range(len(begin)):
-        if bit("ellipsis_mask", i):
-            index.append(Ellipsis)
-        elif bit("new_axis_mask", i):
-            index.append(None)
-        elif bit("shrink_axis_mask", i):
-            index.append(int(begin[i]))
-        else:
-            if stride[i] == 0:
-                raise InvalidModelError("a StridedSlice stride is 0")
-            # A mask bit of 1 means: ignore this begin/end and take the whole extent.
-            index.append(slice(None if bit("begin_mask", i) else begin[i],
-                               None if bit("end_mask", i) else end[i], stride[i]))
-    shape = _indexed_shape(data, tuple(index))
-    if shape is None:
-        # A dynamic input shape: the rank is known, the dims are left to run time.
-        return [TensorInfo(data.element_type, dynamic_shape(_strided_slice_rank(layer, data, inputs[1])))]
-    value = data.value[tuple(index)] if data.value is not None else None
-    return [info_of_value(data.element_type, value, shape)]
-
-
-@SHAPE_RULES.register("Gather")
-def infer_gather(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
-    data, indices, axis_info = inputs
-    rank = len(data.shape)
-    if axis_info.value is None:
-        # An axis computed at run time (OpenVINO accepts it): the rank is known, the dims are not.
-        batch = layer.attrs.get("batch_dims", 0)
-        batch = batch % len(indices.shape) if batch < 0 and indices.shape else batch
-        return [TensorInfo(data.element_type, dynamic_shape(rank - 1 + len(indices.shape) - batch))]
-    axis = normalize_axis(scalar_int(axis_info, "the Gather axis"), rank)
-    if not is_integer(indices.element_type):
-        raise InvalidModelError(f"Gather indices must be integers, got element type {indices.element_type}")
-    batch_dims = layer.attrs.get("batch_dims", 0)
-    batch_dims = batch_dims % len(indices.shape) if batch_dims < 0 else batch_dims
-    if batch_dims > axis:
-        raise InvalidModelError(f"batch_dims {batch_dims} is greater than axis {axis}")
-    shape = data.shape[:axis] + indices.shape[batch_dims:] + data.shape[axis + 1:]
-    value = None
-    if data.value is not None and indices.value is not None and batch_dims == 0:
-        size = data.value.shape[axis]
-        if np.any(indices.value >= size) or np.any(indices.value < -size):
-            raise InvalidModelError(f"Gather indices {indices.value.tolist()} are out of range for size {size}")
-        value = np.take(data.value, indices.value, axis=axis)
-    return [info_of_value(data.element_type, value, shape)]
-
-
 @SHAPE_RULES.register("ShapeOf")
 def infer_shape_of(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     (data,) = inputs
@@ -379,7 +243,7 @@ def infer_broadcast(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data, target = inputs[0], inputs[1]
     mode = layer.attrs["mode"]
     if target.value is None:
-        rank = _static_length(target, "the Broadcast target shape has a dynamic length")
+        rank = static_length(target, "the Broadcast target shape has a dynamic length")
         if mode == "bidirectional":
             rank = max(rank, len(data.shape))
         return [TensorInfo(data.element_type, dynamic_shape(rank))]

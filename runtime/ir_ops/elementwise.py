@@ -10,7 +10,8 @@ import numpy as np
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
-from poolir.runtime.kernels.elementwise import divide, modulo, openvino_cpu_integer, power, unary_float
+from poolir.runtime.kernels.elementwise import (divide, modulo, openvino_cpu_integer, openvino_cpu_integer_unary, power,
+                                               unary_float)
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
@@ -134,22 +135,27 @@ def _floor_mod(info):
     return _broadcasting(info, _as_cpu_plugin(info, lambda a, b: modulo(a, b, fmod=False)))
 
 
-def _unary(function) -> Callable[[LayerInfo], LayerFn]:
-    return lambda info: (lambda args: (np.asarray(function(args[0])).astype(args[0].dtype, copy=False),))
+def unary_layer(function: Callable[[np.ndarray], np.ndarray], integers_in_float32: bool = True
+                ) -> Callable[[LayerInfo], LayerFn]:
+    """A layer computing `function`: f16/bf16 in float32 rounded once; integers as OpenVINO's CPU plugin computes
+    them, through float32 or int32 (kernels.elementwise.openvino_cpu_integer_unary)."""
+    def build(info: LayerInfo) -> LayerFn:
+        constant = 0 in info.constant_inputs
+
+        def run(args):
+            (x,) = args
+            if is_float(x.dtype):
+                return (unary_float(function, x),)
+            if x.dtype.kind in "iu":
+                return (openvino_cpu_integer_unary(function, x, constant, integers_in_float32),)
+            return (np.asarray(function(x)).astype(x.dtype, copy=False),)
+        return run
+    return build
 
 
-def _abs(x):
-    if x.dtype.kind == "i":
-        # OpenVINO saturates: i8 abs(-128) -> 127 (numpy wraps to -128).
-        return np.abs(x.astype(np.int64)).clip(max=np.iinfo(x.dtype).max)
-    return np.abs(x)
-
-
-builder("Abs")(_unary(_abs))
-builder("Floor")(_unary(lambda x: np.floor(x) if is_float(x.dtype) else x))
-# Integer Sqrt rounds to nearest: OpenVINO i32 sqrt([2, 3, 26]) -> [1, 2, 5].
-builder("Sqrt")(_unary(lambda x: unary_float(np.sqrt, x) if is_float(x.dtype)
-                       else np.rint(np.sqrt(x.astype(np.float64)))))
+builder("Abs")(unary_layer(np.abs, integers_in_float32=False))
+builder("Floor")(unary_layer(np.floor))
+builder("Sqrt")(unary_layer(np.sqrt))
 
 
 @builder("Convert")

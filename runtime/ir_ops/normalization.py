@@ -17,7 +17,8 @@ test_normalization_openvino.py pins it):
    way (converter/onnx_to_ir/normalization.py).
 4. Only axes [1] (across channels) or every spatial axis [2 .. rank-1] run: the CPU plugin refuses others
    ("Supports only across channels or across spatial reduction"), and for [1, 2, 3] it accepts the layer
-   but its numbers match neither window formula (0.04..0.13 off): poolir refuses those too.
+   but its numbers match neither window formula (0.04..0.13 off): poolir refuses those too. The axes are
+   taken as written: a negative axis ([-3], [2, -1]) and [1, 1] are refused by the plugin, and so by poolir.
 """
 
 from __future__ import annotations
@@ -34,11 +35,17 @@ def openvino_lrn_window(size: int) -> int:
 
 
 def openvino_lrn_axes_problem(axes: list[int], rank: int) -> str | None:
-    """Why OpenVINO's CPU plugin does not run LRN over these (normalised) axes, or None (fact 4)."""
-    if sorted(set(axes)) in ([1], list(range(2, rank))) and axes:
+    """Why OpenVINO's CPU plugin does not run LRN over these axes, as written in the layer, or None (fact 4).
+
+    It takes no negative axis ([-3] for rank 4, [2, -1]: refused) and no repeated channel axis ([1, 1]: refused).
+    A repeated spatial axis ([2, 3, 3]) it runs, but whether its alpha divisor then counts the axis twice is not
+    pinned: poolir refuses every repeated axis."""
+    if axes and sorted(axes) in ([1], list(range(2, rank))):
         return None
+    if len(set(axes)) != len(axes) and sorted(set(axes)) in ([1], list(range(2, rank))):
+        return f"LRN axes {axes} repeat an axis: OpenVINO's CPU plugin refuses [1, 1], and poolir every repetition"
     return (f"LRN axes {axes} for rank {rank}: OpenVINO's CPU plugin runs only axes [1] (across channels) or "
-            f"every spatial axis {list(range(2, rank))}")
+            f"every spatial axis {list(range(2, rank))}, counted from 0 (no negative axis)")
 
 
 @builder("BatchNormInference")
@@ -64,10 +71,11 @@ def _lrn(info):
 
     def run(args):
         x = args[0]
-        axes = sorted({axis_index(a, x.ndim, "LRN axis") for a in int_list(args[1], "LRN axes")})
-        problem = openvino_lrn_axes_problem(axes, x.ndim)
+        written = int_list(args[1], "LRN axes")
+        problem = openvino_lrn_axes_problem(written, x.ndim)
         if problem:
             raise UnsupportedError(problem)
+        axes = sorted(axis_index(a, x.ndim, "LRN axis") for a in written)
         alpha = attrs["alpha"] / size ** len(axes)  # fact 2
         return (lrn(x, axes, alpha, attrs["beta"], bias, half, half),)
     return run

@@ -8,8 +8,8 @@ from typing import Callable
 import numpy as np
 
 from poolir.ir.errors import InvalidModelError
+from poolir.runtime.ir_ops.elementwise import unary_layer
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
-from poolir.runtime.kernels.elementwise import unary_float
 from poolir.runtime.kernels.movement import check_broadcast
 
 
@@ -19,25 +19,14 @@ def _shapes_equal(mode: str, arrays) -> None:
                                 + " and ".join(str(list(a.shape)) for a in arrays))
 
 
-def _unary(function: Callable) -> Callable[[LayerInfo], LayerFn]:
-    def build(info: LayerInfo) -> LayerFn:
-        def run(args):
-            (x,) = args
-            if x.dtype.kind == "f" or x.dtype.kind == "V":
-                return (unary_float(function, x),)
-            return (np.asarray(function(x)).astype(x.dtype, copy=False),)
-        return run
-    return build
-
-
 # Sign: -1, 0 or 1, and NaN for NaN (measured: OpenVINO 2026.4 CPU gives [nan, 0, 1, -1] for
 # [nan, -0.0, 2, -inf], as onnxruntime's ONNX Sign does), which is numpy's sign.
-builder("Sign")(_unary(np.sign))
-builder("Negative")(_unary(np.negative))
+builder("Sign")(unary_layer(np.sign))
+builder("Negative")(unary_layer(np.negative, integers_in_float32=False))
 # Exp: OpenVINO 2026.4's CPU plugin gives +inf for NaN (measured: exp([nan, -inf, -1]) = [inf, 0, 0.368]);
 # ONNX Exp and numpy give NaN. The IR world follows OpenVINO; ir_to_onnx writes Where(x == x, Exp(x), inf).
-builder("Exp")(_unary(lambda x: np.where(np.isnan(x), np.inf, np.exp(x))))
-builder("Log")(_unary(np.log))
+builder("Exp")(unary_layer(lambda x: np.where(np.isnan(x), np.inf, np.exp(x))))
+builder("Log")(unary_layer(np.log))
 builder("Identity")(lambda info: lambda args: (args[0],))  # a copy in OpenVINO; arrays here are never written to
 
 

@@ -106,8 +106,32 @@ def openvino_cpu_integer(kind: str, a: np.ndarray, b: np.ndarray, constant: tupl
     return result.astype(a.dtype)
 
 
+def openvino_cpu_integer_unary(function, x: np.ndarray, constant: bool = False, in_float32: bool = True
+                               ) -> np.ndarray:
+    """A function (exp, log, sqrt, floor, sign; negative, abs) of an integer tensor as OpenVINO 2026.4's CPU plugin
+    computes it: the value as int32 (a run-time i64 wraps, a `constant` one saturates); `in_float32`, in float32
+    with the result rounded half to even by cvtps2dq (NaN, infinities and values outside int32 become INT32_MIN),
+    else in int32 arithmetic (wrapping); then saturated into i8/u8 or sign-extended into i64. Measured: i32
+    exp(1) -> 3, log(2) -> 1, log(0) -> INT32_MIN, floor(2147483647) -> INT32_MIN (float32 rounds it to 2**31),
+    abs(INT32_MIN) and -INT32_MIN -> INT32_MIN, -2147483647 exact; i8 exp(5) -> 127, exp(22) -> -128,
+    sqrt(-1) -> -128, -(-128) -> 127; i64 exp(-2**63) -> 1 (it wraps to 0). Its float32 exp is a few ulps from
+    numpy's past 2**24 (exp(20): 485165152, numpy's float32 485165216)."""
+    as_i32 = _saturated_i32(x) if constant else x.astype(np.int32)
+    with np.errstate(all="ignore"):
+        if in_float32:
+            result = float_to_integer_x86(np.asarray(function(as_i32.astype(np.float32)), np.float32),
+                                          np.dtype(np.int32), round_half_even=True)
+        else:
+            result = np.asarray(function(as_i32)).astype(np.int32)
+    if x.dtype.itemsize < 4:
+        limits = np.iinfo(x.dtype)
+        result = np.clip(result, limits.min, limits.max)
+    return result.astype(x.dtype)
+
+
 def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return x.astype(dtype, copy=False)
 
 
-__all__ = ["cast", "divide", "float_to_integer_x86", "modulo", "openvino_cpu_integer", "power", "unary_float"]
+__all__ = ["cast", "divide", "float_to_integer_x86", "modulo", "openvino_cpu_integer", "openvino_cpu_integer_unary",
+           "power", "unary_float"]

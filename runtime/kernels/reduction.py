@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from poolir.runtime.kernels.elementwise import float_to_integer_x86
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
 REDUCTIONS = ("mean", "max", "min", "sum", "prod", "l1", "l2", "sum_square", "log_sum", "log_sum_exp")
@@ -38,8 +39,7 @@ def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool,
         return function(x, axis=axis, keepdims=keepdims, initial=lowest if kind == "max" else highest)
     if kind == "log_sum_exp" and not is_float(x.dtype):
         # In float64, then back: -inf (an empty axis) becomes the type's lowest, as onnxruntime 1.31 gives it.
-        result = reduce(x.astype(np.float64), kind, axes, keepdims)
-        return np.where(np.isneginf(result), np.iinfo(x.dtype).min, result).astype(x.dtype)
+        return float_to_integer_x86(reduce(x.astype(np.float64), kind, axes, keepdims), x.dtype)
     work = accumulation_dtype(x.dtype) if is_float(x.dtype) else x.dtype
     source = x.astype(work, copy=False)
     if kind == "mean":
@@ -59,7 +59,8 @@ def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool,
     elif kind == "sum_square":
         result = np.sum(np.square(source), axis=axis, keepdims=keepdims, dtype=work)
     elif kind == "log_sum":
-        result = np.log(np.sum(source, axis=axis, keepdims=keepdims, dtype=work))
+        with np.errstate(divide="ignore", invalid="ignore"):  # log 0 = -inf, log of a negative sum NaN: IEEE's
+            result = np.log(np.sum(source, axis=axis, keepdims=keepdims, dtype=work))
     elif kind == "log_sum_exp":
         # log(sum(exp(x))) shifted by the largest finite element (0 when none), as onnxruntime, onnx.reference
         # and PyTorch compute it: the plain form overflows at x = 89 in f32 (onnxruntime: 89.0).
@@ -72,7 +73,12 @@ def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool,
             result = np.squeeze(result, axis=axis)
     else:
         raise ValueError(f"unknown reduction {kind!r}")
-    return np.asarray(result).astype(x.dtype, copy=False)
+    result = np.asarray(result)
+    if x.dtype.kind in "iu" and result.dtype.kind == "f":
+        # An integer's log or square root: truncated, and NaN, infinities or values outside the type give its
+        # minimum, as onnxruntime 1.31 computes it (ReduceLogSum of i32 [0, 0]: log 0 = -inf -> -2147483648).
+        return float_to_integer_x86(result, x.dtype)
+    return result.astype(x.dtype, copy=False)
 
 
 __all__ = ["REDUCTIONS", "reduce", "type_extremes"]

@@ -2,11 +2,12 @@
 Cast/CastLike and Identity: version rows and adapters onto numpy and runtime.kernels.elementwise (Relu and
 Clip are activations: activation.py).
 
-Element types are not restricted when these ops run (numpy computes any of them). The comparison rows carry
-the spec's type constraints all the same, for the IR -> ONNX converter, which must not write a type an opset does
-not allow: Equal-7 takes bool, int32 and int64 only (numbers from 11, bfloat16 from 13), Less and Greater-7 floats
-only (every number from 9, bfloat16 from 13). Versions before an op's first row use legacy semantics (e.g.
-broadcast/axis attributes before opset 7) and are unsupported.
+Element types are not restricted when these ops run (numpy computes any of them), except where a row names its
+types: Floor, Ceil, Sqrt, Exp, Log and Reciprocal take floats only (their spec; onnxruntime refuses an integer
+model). The comparison rows carry the spec's type constraints all the same, for the IR -> ONNX converter, which
+must not write a type an opset does not allow: Equal-7 takes bool, int32 and int64 only (numbers from 11,
+bfloat16 from 13), Less and Greater-7 floats only (every number from 9, bfloat16 from 13). Versions before an
+op's first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) and are unsupported.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype
-from poolir.runtime.onnx_ops.element_types import BF16, BOOL, FLOAT_TYPES, NUMERIC_TYPES, onnx_dtype
+from poolir.runtime.onnx_ops.element_types import BF16, BOOL, FLOAT_TYPES, NUMERIC_TYPES, check_dtype, onnx_dtype
 from poolir.runtime.onnx_ops.registry import INT, STRING, Attribute, NodeContext, Step, adapter, define
 
-for _op in ("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal"):
+for _op in ("Abs", "Neg"):
     define(_op, [(6, {})])
+for _op in ("Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal"):  # floats only, as onnxruntime 1.31 refuses others
+    define(_op, [(6, {}, FLOAT_TYPES), (13, {}, FLOAT_TYPES | {BF16})])
 define("Sign", [(9, {})])
 define("Not", [(1, {})])
 for _op in ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor"):
@@ -59,22 +62,42 @@ _KEEP_TYPE = {"Add", "Sub", "Mul"}  # numpy may promote mixed scalars; ONNX requ
 @adapter(*_UNARY)
 def plan_unary(ctx: NodeContext) -> Step:
     function = _UNARY[ctx.version.op_type]
-    return lambda x: (np.asarray(function(x)).astype(x.dtype, copy=False),)
+    version = ctx.version
+
+    def run(x):
+        check_dtype(version, x.dtype)
+        return (np.asarray(function(x)).astype(x.dtype, copy=False),)
+    return run
 
 
 @adapter(*_UNARY_FLOAT)
 def plan_unary_float(ctx: NodeContext) -> Step:
     function = _UNARY_FLOAT[ctx.version.op_type]
-    return lambda x: (unary_float(function, x),)
+    version = ctx.version
+
+    def run(x):
+        check_dtype(version, x.dtype)
+        return (unary_float(function, x),)
+    return run
+
+
+def _refuse_integer_division_by_zero(op_type: str, divisor: np.ndarray) -> None:
+    """ONNX leaves an integer Div or Mod by zero undefined, and onnxruntime 1.31 stops with "Integer division by
+    zero" (Mod: "Integer modulo by zero"): poolir refuses it too rather than invent a value (numpy's is 0)."""
+    if divisor.dtype.kind in "iu" and not np.all(divisor):
+        raise UsageError(f"integer {op_type} by zero: undefined in ONNX (onnxruntime refuses it)")
 
 
 @adapter(*_BINARY)
 def plan_binary(ctx: NodeContext) -> Step:
     function = _BINARY[ctx.version.op_type]
     keep_type = ctx.version.op_type in _KEEP_TYPE
+    op_type = ctx.version.op_type
 
     def run(a, b):
         check_broadcast((a, b))
+        if op_type == "Div":
+            _refuse_integer_division_by_zero(op_type, b)
         result = np.asarray(function(a, b))
         return (result.astype(a.dtype, copy=False) if keep_type else result,)
     return run
@@ -104,6 +127,7 @@ def plan_mod(ctx: NodeContext) -> Step:
 
     def run(a, b):
         check_broadcast((a, b))
+        _refuse_integer_division_by_zero("Mod", b)
         return (modulo(a, b, fmod),)
     return run
 

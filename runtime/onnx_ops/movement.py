@@ -59,6 +59,8 @@ def plan_pad(ctx: NodeContext) -> Step:
     if mode not in ("constant", "reflect", "edge", "wrap"):
         raise UsageError(f"attribute 'mode' = {mode!r}: must be constant, reflect, edge or wrap")
     attribute_pads = ctx.attrs.get("pads")
+    if attribute_pads is None and (len(ctx.node.input) < 2 or not ctx.node.input[1]):
+        raise UsageError(f"input 'pads' is missing: {ctx.version.label} requires it")
     value_attribute = ctx.attrs.get("value", 0.0)
 
     def run(x, pads=None, constant_value=None, axes=None):

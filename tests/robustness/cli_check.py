@@ -32,6 +32,14 @@ def invoke_cli(kind: str, args: list[str], names: str | None = None, allowed=(0,
     return result
 
 
+def one_line_error(result, path, *fragments) -> str:
+    """The one stderr line of a refused command (exit 2), which names `path` and holds every fragment."""
+    assert result.exit_code == 2, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert str(path) in line and all(f in line for f in fragments), line
+    return line
+
+
 def _digest(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 

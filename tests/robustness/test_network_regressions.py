@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from poolir import ir
 from tests.peers import onnxruntime_run, openvino_core, openvino_run_xml
-from tests.robustness.cli_check import invoke_cli
+from tests.robustness.cli_check import invoke_cli, one_line_error
 
 
 def _onnx(path, nodes, inputs, outputs, initializers=(), opset=17):
@@ -25,13 +25,6 @@ def _onnx(path, nodes, inputs, outputs, initializers=(), opset=17):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
     onnx.save(model, path)
     return model
-
-
-def _one_line_error(result, path, *fragments) -> str:
-    assert result.exit_code == 2, result.stderr
-    (line,) = result.stderr.splitlines()
-    assert str(path) in line and all(f in line for f in fragments), line
-    return line
 
 
 # -- a mean over an empty axis printed numpy's "Mean of empty slice" warning on stderr, and gave NaN ---------------
@@ -82,7 +75,7 @@ def test_batch_norm_epsilon_above_the_largest_f32_is_refused_as_openvino_refuses
     core = openvino_core()
     with pytest.raises(RuntimeError, match="out of range for f32"):  # OpenVINO reads it, its CPU plugin refuses it
         core.compile_model(core.read_model(str(path)), "CPU")
-    _one_line_error(invoke_cli("run", ["run", path]), path, "'bn'", "epsilon")
+    one_line_error(invoke_cli("run", ["run", path]), path, "'bn'", "epsilon")
 
 
 def test_onnx_batch_norm_with_an_infinite_epsilon_is_not_converted(tmp_path):
@@ -93,7 +86,7 @@ def test_onnx_batch_norm_with_an_infinite_epsilon_is_not_converted(tmp_path):
                                   epsilon=float("inf"))],
           [("x", TensorProto.FLOAT, [1, 2, 3])], [("y", TensorProto.FLOAT, [1, 2, 3])], stats)
     result = invoke_cli("convert", ["convert", path, "-o", tmp_path / "bn.xml"])
-    _one_line_error(result, path, "'bn'", "epsilon")
+    one_line_error(result, path, "'bn'", "epsilon")
     assert not (tmp_path / "bn.xml").exists() and not (tmp_path / "bn.bin").exists()
 
 
@@ -105,7 +98,7 @@ def test_a_graph_value_with_an_empty_name_is_refused_by_every_command(tmp_path, 
     _onnx(path, [helper.make_node("Relu", [names[0]], [names[1]])], [(names[0], TensorProto.FLOAT, [2])],
           [(names[1], TensorProto.FLOAT, [2])])
     for command in (["run", path], ["inspect", path], ["verify", path], ["convert", path, "-o", tmp_path / "m.xml"]):
-        _one_line_error(invoke_cli(command[0], command), path, f"a graph {what} has an empty name")
+        one_line_error(invoke_cli(command[0], command), path, f"a graph {what} has an empty name")
     assert not (tmp_path / "m.xml").exists()
 
 
@@ -138,7 +131,7 @@ def _openvino_refuses(path, fragment) -> None:
 def _refused_by_every_command(path, *fragments) -> None:
     folder = path.parent
     for command in (["run", path], ["inspect", path], ["convert", path, "-o", folder / "out.onnx"], ["verify", path]):
-        _one_line_error(invoke_cli(command[0], command), path, *fragments)
+        one_line_error(invoke_cli(command[0], command), path, *fragments)
     assert not (folder / "out.onnx").exists()
 
 
@@ -215,7 +208,7 @@ def test_pad_modes_accept_the_pads_openvino_accepts(tmp_path, mode, size, begin,
     result = invoke_cli("inspect", ["inspect", path])
     assert (result.exit_code == 0) == openvino_accepts, result.stderr
     if not openvino_accepts:
-        _one_line_error(result, path, "'pad'", f"pad_mode {mode}")
+        one_line_error(result, path, "'pad'", f"pad_mode {mode}")
 
 
 # -- onnx's data propagation built a Reshape of a shape to [2**31 - 1] as 2**31 - 1 dims: 22 GB, minutes --------
@@ -269,7 +262,7 @@ def test_a_trailing_omitted_input_is_not_passed_to_the_step(tmp_path):
     result = invoke_cli("run", ["run", path, "--input", f"x={tmp_path / 'x.npy'}", "-o", tmp_path / "out.npz"])
     assert result.exit_code == 0, result.stderr  # run reads what it can run (onnx.checker and onnxruntime refuse)
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y"], [0, 0, 2])  # ReLU, by hand
-    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "input size 2")
+    one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "input size 2")
 
 
 # -- an integer Divide / FloorMod / Mod by a constant 0 was converted to an ONNX model onnxruntime refuses -------
@@ -280,7 +273,7 @@ def test_integer_division_by_a_constant_zero_is_not_converted(tmp_path, layer_ty
                      name="divide")[0]
     path = _write_ir(tmp_path, build)
     result = invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.onnx"])
-    _one_line_error(result, path, "'divide'", "by a constant holding 0")
+    one_line_error(result, path, "'divide'", "by a constant holding 0")
     assert not (tmp_path / "m.onnx").exists()
     # What the refusal avoids: onnxruntime does not load the ONNX that carries the same division.
     graph = helper.make_graph([helper.make_node("Mod", ["x", "d"], ["y"], fmod=0)], "g",
@@ -308,8 +301,8 @@ def test_constant_of_a_negative_shape_is_not_converted(tmp_path):
     path = tmp_path / "m.onnx"
     _onnx(path, [helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill")], [], [("y", TensorProto.FLOAT, None)],
           [numpy_helper.from_array(np.array([-1, 2], np.int64), "s")])
-    _one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "negative value")
-    _one_line_error(invoke_cli("run", ["run", path]), path, "negative")
+    one_line_error(invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.xml"]), path, "negative value")
+    one_line_error(invoke_cli("run", ["run", path]), path, "negative")
     assert not (tmp_path / "m.xml").exists()
 
 
@@ -334,7 +327,7 @@ def test_a_feed_outside_a_declared_dim_range_is_refused_as_openvino_refuses_it(t
     if inside:
         assert result.exit_code == 0, result.stderr
     else:
-        _one_line_error(result, path, "input 'x'", "but the model declares the range")
+        one_line_error(result, path, "input 'x'", "but the model declares the range")
 
 
 # -- "dynamic batch set to 1" was printed before a failing run's error: two lines on stderr ----------------------
@@ -344,7 +337,7 @@ def test_the_dynamic_batch_note_joins_the_error_of_a_failing_run(tmp_path):
     _onnx(path, [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")], [("x", TensorProto.FLOAT, ["n", 3, 2, 2])],
           [("y", TensorProto.FLOAT, None)], weights)  # 3 channels for a 4-channel filter: fails at run time
     for command in ("run", "verify"):
-        _one_line_error(invoke_cli(command, [command, path]), path, "'conv'")
+        one_line_error(invoke_cli(command, [command, path]), path, "'conv'")
     assert "dynamic batch set to 1" in invoke_cli("run", ["run", path]).stderr
     path_ok = tmp_path / "ok.onnx"
     _onnx(path_ok, [helper.make_node("Relu", ["x"], ["y"])], [("x", TensorProto.FLOAT, ["n", 3])],
