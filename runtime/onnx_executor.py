@@ -8,9 +8,11 @@
 - normalises and validates every node's attributes and binds it to its kernel (runtime.onnx_ops);
   geometry is resolved now when onnx's shape inference knows the input shape, else on the first run
   with a new shape;
-- computes when each intermediate value can be released, to keep peak memory low.
+- computes when each intermediate value can be released, to keep peak memory low;
+- finds the steps whose values depend on the input shapes only (runtime.onnx_shape_values).
 
-`execute(feeds)` then only walks the list of bound steps.
+`execute(feeds)` then only walks the list of bound steps, skipping the shape-only ones when it has run the same
+input shapes before.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from poolir.runtime.onnx_model import (data_propagation_is_bounded, default_opse
                                       refuse_unsupported)
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
+from poolir.runtime.onnx_shape_values import ShapeValues
 from poolir.runtime.onnx_ops.registry import (ADAPTERS, NodeContext, arity_problem, first_opset, normalize_attributes,
                                              op_version)
 from poolir.runtime.program import TensorSpec
@@ -193,7 +196,7 @@ class OnnxProgram:
         return node_label(node.name or f"#{index}", node.op_type)
 
     def _plan(self, graph: onnx.GraphProto, infos) -> list[tuple]:
-        steps = []
+        steps, op_types = [], []
         for index, node in self._ordered_nodes(graph):
             label = self._label(index, node)
             version = op_version(node.op_type, self.opset)
@@ -226,6 +229,7 @@ class OnnxProgram:
             except PoolirError as error:
                 raise error.located(file=self.source, where=label) from None
             steps.append([step, _given(list(node.input)), outputs, label, ()])
+            op_types.append(node.op_type)
         # Release each intermediate value after its last use (graph outputs and constants are kept).
         keep = set(self.outputs)
         last_use: dict[str, int] = {}
@@ -237,6 +241,8 @@ class OnnxProgram:
         for name, position in last_use.items():
             if name not in keep and name not in self._constants:
                 releases.setdefault(position, []).append(name)
+        self._shape_values = ShapeValues([(op_type, inputs, outputs) for op_type, (_, inputs, outputs, _, _)
+                                          in zip(op_types, steps)], self._constants, self.outputs)
         return [(step, tuple(inputs), tuple(outputs), label, tuple(releases.get(position, ())))
                 for position, (step, inputs, outputs, label, _) in enumerate(steps)]
 
@@ -252,11 +258,23 @@ class OnnxProgram:
                 self._checked_shapes = shapes
         values: dict[str, Any] = dict(self._constants)
         values.update(feeds)
+        # observe is told every tensor a step computes, so a run that observes computes them all.
+        signature = ShapeValues.signature(feeds) if self._shape_values and observe is None else None
+        shape_values = self._shape_values.lookup(signature) if signature is not None else None
+        skipped = self._shape_values.positions if shape_values is not None else frozenset()
+        if shape_values is not None:
+            values.update(shape_values)
         live = LiveBytes()  # what the run holds: each kernel's own allocations must fit beside it
         for value in values.values():
             live.add(value)
         values[""] = None  # an omitted optional input
-        for step, inputs, outputs, label, releases in self._steps:
+        kept: dict[str, Any] = {}
+        for position, (step, inputs, outputs, label, releases) in enumerate(self._steps):
+            if position in skipped:
+                for name in releases:
+                    if name in values:
+                        live.remove(values.pop(name))
+                continue
             try:
                 with bytes_in_use(live.total):
                     results = step(*[values[name] for name in inputs])
@@ -278,6 +296,10 @@ class OnnxProgram:
                     if observe is not None:
                         observe(name, result)
             live.check(self.source, label)
+            if signature is not None and shape_values is None and position in self._shape_values.positions:
+                kept.update((name, values[name]) for name in outputs if name in self._shape_values.kept_names)
             for name in releases:
                 live.remove(values.pop(name))
+        if signature is not None and not self._shape_values.known(signature):
+            self._shape_values.keep(signature, kept)
         return {name: values[name] for name in self.outputs}

@@ -215,7 +215,14 @@ def pool_attributes(context: Context, layer: Layer, geometry: OnnxWindows, op_ty
     onnx_attrs: dict = {"kernel_shape": list(attrs["kernel"]), "strides": list(attrs["strides"])}
     if geometry.auto_pad != "NOTSET":
         onnx_attrs["auto_pad"] = geometry.auto_pad
-    elif geometry.pre_pad_end is None and (any(geometry.pads_begin) or any(geometry.pads_end)):
+    elif geometry.pre_pad_end is not None or geometry.same_at_run_time is not None:
+        # After an explicit Pad the pool has no pads and floor rounding, which VALID states. Written as VALID, not
+        # as absent pads: onnxruntime's PadFusion (graph optimisation level 1, on by default) folds a zero Pad into
+        # a following pool with explicit padding, without checking that the pads stay below the kernel (then it
+        # refuses the model) or that count_include_pad counts them (then it changes the divisor); it leaves a pool
+        # with auto_pad other than NOTSET alone (onnxruntime/core/optimizer/pad_fusion.cc).
+        onnx_attrs["auto_pad"] = "VALID"
+    elif any(geometry.pads_begin) or any(geometry.pads_end):
         onnx_attrs["pads"] = [*geometry.pads_begin, *geometry.pads_end]
     if geometry.ceil_mode:
         since = first_opset_with(op_type, "ceil_mode")

@@ -28,6 +28,9 @@ class IrWindows:
     auto_pad: str = "explicit"
     exclude_pad: bool = True  # AvgPool only
     pre_pad: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # (begin, end) per spatial axis
+    # Keep only the windows that start before the input's end + this offset (per spatial axis, in the coordinates
+    # of the pre-padded input): a Slice after the pooling layer, its ends computed from the input's shape.
+    keep_starts_before: tuple[int, ...] | None = None
 
 
 def plan_windows(pool: OnnxPool, spatial: Sequence[int | None]) -> tuple[IrWindows, tuple[int | None, ...]]:
@@ -92,10 +95,7 @@ def plan_windows(pool: OnnxPool, spatial: Sequence[int | None]) -> tuple[IrWindo
     # (measured: L=8, k=4, s=3, pads (2,1), ceil: last window 8/4 instead of 8/2). With static dims the
     # fitted floor pads_end is non-zero exactly on the overhanging axes.
     if any(isinstance(a, AxisSpec) for a in axes):
-        raise ConversionError(
-            "count_include_pad=1 with ceil_mode=1, pads and dynamic spatial dims: a window can reach past the "
-            "padded input, where ONNX and OpenVINO count different divisors, and the exact rewrite needs "
-            "static dims; fix the shape with --input-shape")
+        return _padded_windows_for_every_length(pool), out_spatial
     padded = [AxisWindow(a.length + a.pad_begin + a.pad_end, a.kernel, a.stride, a.dilation, 0, 0, a.output)
               for a in axes]
     # ONNX drops a last window starting at or after L + pb, which is pad_end before the end of the padded
@@ -104,6 +104,28 @@ def plan_windows(pool: OnnxPool, spatial: Sequence[int | None]) -> tuple[IrWindo
                           ceil_torch_is_onnx=not any(pool.pads_end))
     return IrWindows(fitted.pads_begin, fitted.pads_end, fitted.rounding, exclude_pad=True,
                      pre_pad=(pool.pads_begin, pool.pads_end)), out_spatial
+
+
+def _padded_windows_for_every_length(pool: OnnxPool) -> IrWindows:
+    """AveragePool count_include_pad=1, ceil_mode=1 and pads on dynamic spatial dims: a zero Pad (pb, pe), an
+    exclude-pad AvgPool with floor rounding and pads (0, e), e = min(s - 1, ek - 1), and a Slice keeping the
+    windows that start before L + pb.
+
+    ONNX keeps the windows of ceil rounding that start before L + pb (a last one starting in the right padding
+    is dropped), ceil((L + pb) / s) of them at most. On the padded length P = L + pb + pe, floor over pads (0, e)
+    keeps them all: with e = s - 1 it counts floor((P + s - 1 - ek) / s) + 1 = ceil((P - ek) / s) + 1 windows,
+    ONNX's ceil count; with e = ek - 1 (s > ek) every window starting before P fits. The Slice's end
+    ceil((L + pb) / s) drops the rest. Exclude-pad counts the taps inside [0, P), which are ONNX's
+    count_include_pad taps inside [-pb, L + pe), and not those past it. OpenVINO accepts the layer: e < ek, and
+    the padded extent P + e reaches ek at every length ONNX gives a window (fact 7). e >= 1 on an axis a window
+    can overhang (s >= 2, ek >= 2), which keeps OpenVINO's PadFusion off (fact 4). Worked example: L=6, k=3,
+    s=2, pads (1,1): P = 8, floor over (0, 1) gives starts 0, 2, 4, 6; ONNX keeps starts < 7, all four; the last
+    window [x5, pad, past] is (x5 + 0) / 2, ONNX's divisor 2.
+    """
+    rank = pool.spatial_rank
+    specs = axis_specs(pool.kernel, pool.strides, pool.dilations, pool.pads_begin, pool.pads_end)
+    return IrWindows((0,) * rank, tuple(min(spec.stride, spec.effective_kernel) - 1 for spec in specs), "floor",
+                     exclude_pad=True, pre_pad=(pool.pads_begin, pool.pads_end), keep_starts_before=pool.pads_begin)
 
 
 def onnx_window(pool: OnnxPool, spec: AxisSpec, axis: int, length: int | None) -> AxisWindow | None:
@@ -200,14 +222,16 @@ def _fitting_every_length(plan: IrWindows, axes: list[WantedAxis], divisor_ok) -
 def check_kernel_fits_every_length(pool: OnnxPool, spatial: Sequence[int | None], plan: IrWindows) -> None:
     """Refuse a dynamic axis on which ONNX accepts a length whose padded extent in the IR is shorter than the
     dilated kernel (fact 7). ONNX's window count grows with the length, so the shortest length it accepts
-    with a window is the one to check. (An explicit pre_pad is planned for static dims only.)"""
+    with a window is the one to check; an explicit pre_pad lengthens the IR layer's input by its pads."""
     if plan.auto_pad != "explicit":
         return  # SAME pads always cover the dilated kernel
     specs = axis_specs(pool.kernel, pool.strides, pool.dilations, pool.pads_begin, pool.pads_end)
+    pre_begin, pre_end = plan.pre_pad or ((0,) * pool.spatial_rank,) * 2
     for axis, (spec, length) in enumerate(zip(specs, spatial)):
         if length is not None:
             continue
-        ir_axis = AxisSpec(spec.kernel, spec.stride, spec.dilation, plan.pads_begin[axis], plan.pads_end[axis])
+        ir_axis = AxisSpec(spec.kernel, spec.stride, spec.dilation, plan.pads_begin[axis] + pre_begin[axis],
+                           plan.pads_end[axis] + pre_end[axis])
         shortest = shortest_length_with_a_window(spec, pool.rounding)
         if kernel_fits(ir_axis, shortest):
             continue

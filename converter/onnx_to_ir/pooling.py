@@ -87,7 +87,11 @@ def window_pool(node: OnnxNode) -> list[Value]:
         return values
     geometry["exclude-pad"] = plan.exclude_pad
     if pool.family == "avg":
-        return [Value(node.add("AvgPool", [source], geometry, name)[0], x.element_type, out_shape)]
+        if plan.keep_starts_before is None:
+            return [Value(node.add("AvgPool", [source], geometry, name)[0], x.element_type, out_shape)]
+        pooled = node.add("AvgPool", [source], geometry, f"{name}/pool")[0]
+        return [Value(_windows_starting_before(node, pooled, x, pool.strides, plan.keep_starts_before),
+                      x.element_type, out_shape)]
     # LpPool: (sum |x|^p)^(1/p) = (AvgPool(|x|^p) * prod(k))^(1/p), where the AvgPool divides by prod(k)
     # in every window (pool_windows.fit_rounding's full_kernel_divisor; floor and SAME windows never leave
     # the padded input, so there the divisor is prod(k) either way).
@@ -139,6 +143,24 @@ def _zero_pad(node: OnnxNode, x: Value, pads: tuple[tuple[int, ...], tuple[int, 
     begin, end = pads
     return node.add("Pad", [x.ref, node.const((0, 0, *begin), "i64"), node.const((0, 0, *end), "i64"),
                             node.const(0, x.element_type)], {"pad_mode": "constant"}, f"{node.name}/pad")[0]
+
+
+def _windows_starting_before(node: OnnxNode, pooled: OutputRef, x: Value, strides: tuple[int, ...],
+                             offsets: tuple[int, ...]) -> OutputRef:
+    """The pooled windows that start before L + offset on each spatial axis: the first ceil((L + offset) / s),
+    computed from ShapeOf(x) (Slice clamps an end past the pooled length). OpenVINO's CPU plugin divides
+    integers in float32, exact for the spatial lengths any tensor poolir accepts has (below 2**22)."""
+    name = node.name
+    spatial_axes = list(range(2, len(x.shape)))
+    shape = node.add("ShapeOf", [x.ref], {"output_type": "i64"}, f"{name}/shape")[0]
+    lengths = node.add("Gather", [shape, node.const(spatial_axes, "i64"), node.const(0, "i64")],
+                       name=f"{name}/lengths", newest=True)[0]
+    raised = node.add("Add", [lengths, node.const([o + s - 1 for o, s in zip(offsets, strides)], "i64")],
+                      {"auto_broadcast": "numpy"}, f"{name}/raised")[0]
+    ends = node.add("Divide", [raised, node.const(strides, "i64")], {"auto_broadcast": "numpy"}, f"{name}/ends")[0]
+    rank = len(spatial_axes)
+    return node.add("Slice", [pooled, node.const([0] * rank, "i64"), ends, node.const([1] * rank, "i64"),
+                              node.const(spatial_axes, "i64")], name=name)[0]
 
 
 def _widened(node: OnnxNode, x: Value) -> Value:

@@ -147,4 +147,5 @@ def test_same_with_dilations_and_dynamic_dims_runs_right_on_onnxruntime(layer, k
                                dilations=list(dilations)).output(0)]
 
     back = _agree(_openvino_ir(tmp_path, build), SIZES, lambda size: True)
-    assert not any(a.name == "auto_pad" for node in back.graph.node for a in node.attribute)
+    # no SAME left for onnxruntime to resolve (the pool after the explicit Pad says VALID)
+    assert not any(a.name == "auto_pad" and a.s.startswith(b"SAME") for node in back.graph.node for a in node.attribute)

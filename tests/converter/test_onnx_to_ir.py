@@ -232,15 +232,15 @@ def test_unsupported_ops_are_listed_in_one_error():
     assert "Erf (ai.onnx, opset 13)" in str(error.value) and "Custom (example.org, opset 1)" in str(error.value)
 
 
-def test_dynamic_length_refused_where_no_single_layer_is_exact_and_input_shape_fixes_it(tmp_path):
-    # count_include_pad=1, ceil, pads and a dynamic length: the divisor past the padded input depends on L.
+def test_include_pad_ceil_with_pads_converts_for_a_dynamic_length_as_for_a_fixed_one(tmp_path):
+    # count_include_pad=1, ceil, pads: the last window [6, pad, past] divides by 2 (hand-worked: 1, 3, 5, 3).
+    # A dynamic length converts too (Pad, AvgPool, Slice; tests/converter/test_avg_pool_include_pad_ceil_dynamic.py).
     onnx_model = _single("AveragePool", {"kernel_shape": [3], "strides": [2], "pads": [1, 1], "ceil_mode": 1,
                                          "count_include_pad": 1}, [1, 1, "L"])
-    with pytest.raises(ConversionError, match="node 'pool' \\(AveragePool\\).*--input-shape"):
-        onnx_to_ir(onnx_model)
-    model = onnx_to_ir(onnx_model, input_shapes={"x": (1, 1, 6)})
-    got = run_in_openvino(model, {"x": np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)}, tmp_path)
-    np.testing.assert_allclose(got["y"].ravel(), [1.0, 3.0, 5.0, 3.0])
+    x = np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)
+    for model in (onnx_to_ir(onnx_model), onnx_to_ir(onnx_model, input_shapes={"x": (1, 1, 6)})):
+        got = run_in_openvino(model, {"x": x}, tmp_path)
+        np.testing.assert_allclose(got["y"].ravel(), [1.0, 3.0, 5.0, 3.0])
 
 
 @pytest.mark.parametrize("shape", [(2, 2, 5, 7), (1, 2, 4, 3, 5)])
