@@ -116,7 +116,22 @@ def convert(context: Context, layer: Layer, target: str | None = None) -> None:
     if not _is_integer(source_type) and source_type != "boolean" and _is_integer(target):  # boolean: 0/1, exact
         raise ConversionError(f"conversion {source_type} -> {target}: OpenVINO's float-to-integer rounding is not "
                               "pinned against ONNX Cast's")
-    context.node_into("Cast", [context.input(layer, 0)], [output], layer.name, to=onnx_element_type(target))
+    source = context.input(layer, 0)
+    if target == "boolean" and context.constant(layer, 0) is None and (source_type == "i32" or
+                                                                       not _is_integer(source_type)):
+        # OpenVINO's run-time Convert gives False for NaN and i32 -2147483648 (runtime/ir_ops/elementwise.py),
+        # ONNX Cast True: And(Cast(x), x is neither).
+        check_writes(context, "Equal", source_type, "Convert to boolean (False for NaN, as OpenVINO computes it)")
+        if source_type == "i32":
+            lowest = context.initializer(np.array(np.iinfo(np.int32).min, np.int32), f"{layer.name}/lowest")
+            (is_lowest,) = context.node("Equal", [source, lowest], f"{layer.name}/is_lowest")
+            (kept,) = context.node("Not", [is_lowest], f"{layer.name}/not_lowest")
+        else:
+            (kept,) = context.node("Equal", [source, source], f"{layer.name}/not_nan")
+        (truth,) = context.node("Cast", [source], f"{layer.name}/cast", to=onnx_element_type(target))
+        context.node_into("And", [truth, kept], [output], layer.name)
+        return
+    context.node_into("Cast", [source], [output], layer.name, to=onnx_element_type(target))
 
 
 def convert_like(context: Context, layer: Layer) -> None:

@@ -158,19 +158,35 @@ builder("Floor")(unary_layer(np.floor))
 builder("Sqrt")(unary_layer(np.sqrt))
 
 
+def openvino_truth(x: np.ndarray, folded: bool) -> np.ndarray:
+    """Convert to boolean: x != 0 when OpenVINO folds it (a constant input); on a run-time input its CPU plugin
+    also gives False for NaN and for i32 -2147483648 (measured, OpenVINO 2026.4: f32 [nan, inf, -0.0, 1e-45] ->
+    [F, T, F, T]; i32 [-2**31, -1, 0] -> [F, T, F]; i8 -128 -> T). An i64 runs as i32 there (2**32 -> False):
+    not modelled, as for Convert's other targets."""
+    truth = x != 0
+    if folded:
+        return truth
+    if is_float(x.dtype):
+        return truth & ~np.isnan(x)
+    if x.dtype == np.int32:
+        return truth & (x != np.iinfo(np.int32).min)
+    return truth
+
+
 @builder("Convert")
 def _convert(info):
     dtype = dtype_of(info.layer.attrs.get("destination_type", ""))
     # float -> integer truncates toward zero (OpenVINO: [-1.7, 1.5, 2.5] -> [-1, 1, 2] for i32), as
-    # numpy's astype does; to boolean: x != 0.
+    # numpy's astype does.
     if dtype == np.bool_:
-        return lambda args: (args[0] != 0,)
+        return lambda args: (openvino_truth(args[0], info.folded),)
     return lambda args: (args[0].astype(dtype),)
 
 
 @builder("ConvertLike")
 def _convert_like(info):
-    return lambda args: ((args[0] != 0) if args[1].dtype == np.bool_ else args[0].astype(args[1].dtype),)
+    return lambda args: ((openvino_truth(args[0], info.folded) if args[1].dtype == np.bool_
+                          else args[0].astype(args[1].dtype)),)
 
 
 @builder("Mod")

@@ -403,3 +403,40 @@ def test_onnx_integer_log_sum_of_zero_is_the_types_minimum_like_onnxruntime(dtyp
     with np.errstate(all="raise"):
         got = runtime.run(model, feeds)["y"]
     np.testing.assert_array_equal(got, onnxruntime_run(model, feeds)["y"])
+
+
+# -- Convert to boolean: OpenVINO's CPU plugin gives False for NaN and i32 -2147483648, ONNX Cast True; poolir's IR
+# -- run said True, and both converters wrote the other world's op as it stood ------------------------------------
+_TRUTH_INPUTS = {"f32": np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, -2.5], np.float32),
+                 "f16": np.array([np.nan, np.inf, -0.0, 6e-8, 1], np.float16),
+                 "i32": np.array([-2 ** 31, -2 ** 31 + 1, -1, 0, 1, 2 ** 31 - 1], np.int32),
+                 "i8": np.array([-128, -1, 0, 1, 127], np.int8), "u8": np.array([0, 1, 128, 255], np.uint8)}
+
+
+@pytest.mark.parametrize("constant", [False, True], ids=["run-time", "folded"])
+@pytest.mark.parametrize("source", list(_TRUTH_INPUTS))
+def test_ir_convert_to_boolean_matches_openvino_and_converts_to_onnx_exactly(tmp_path, source, constant):
+    x = _TRUTH_INPUTS[source]
+
+    def build(b):
+        data = b.const(x) if constant else b.parameter("x", source, x.shape)
+        return b.add("Convert", "opset1", [data], {"destination_type": "boolean"}, name="truth")[0]
+    path = _ir_file(tmp_path, build)
+    feeds = {} if constant else {"x": x}
+    expected = openvino_run_xml(path, feeds)["y"]
+    np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], expected)
+    invoke_cli("convert", ["convert", path, "-o", tmp_path / "truth.onnx"], allowed=(0,))
+    np.testing.assert_array_equal(onnxruntime_run(onnx.load(tmp_path / "truth.onnx"), feeds)["y"], expected)
+
+
+@pytest.mark.parametrize("source", ["f32", "f16", "i32", "i8", "u8"])
+def test_onnx_cast_to_bool_converts_to_an_ir_openvino_computes_as_onnxruntime(tmp_path, source):
+    x = _TRUTH_INPUTS[source]
+    model = _onnx_one_node(helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BOOL, name="truth"),
+                           [("x", NUMPY_TO_ONNX[x.dtype], list(x.shape))], [("y", TensorProto.BOOL, list(x.shape))])
+    path = tmp_path / "truth.onnx"
+    onnx.save(model, path)
+    expected = onnxruntime_run(model, {"x": x})["y"]
+    np.testing.assert_array_equal(runtime.run(model, {"x": x})["y"], expected)
+    invoke_cli("convert", ["convert", path, "-o", tmp_path / "truth.xml"], allowed=(0,))
+    np.testing.assert_array_equal(openvino_run_xml(tmp_path / "truth.xml", {"x": x})["y"], expected)
