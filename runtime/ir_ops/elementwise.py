@@ -10,8 +10,8 @@ import numpy as np
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
-from poolir.runtime.kernels.elementwise import (divide, modulo, openvino_cpu_integer, openvino_cpu_integer_unary, power,
-                                               unary_float)
+from poolir.runtime.kernels.elementwise import (cast, divide, modulo, openvino_cpu_integer, openvino_cpu_integer_unary,
+                                               power, unary_float)
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
@@ -173,20 +173,27 @@ def openvino_truth(x: np.ndarray, folded: bool) -> np.ndarray:
     return truth
 
 
+def openvino_convert(x: np.ndarray, dtype: np.dtype, folded: bool) -> np.ndarray:
+    """Convert: float -> integer truncates toward zero (OpenVINO: [-1.7, 1.5, 2.5] -> [-1, 1, 2] for i32) as x86
+    converts (kernels.elementwise.cast); an f16 infinity becomes +-65504 first when the target is i32 or i64
+    (OpenVINO 2026.4 CPU; into i8/u8 it gives 0, as f32's does)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return openvino_truth(x, folded)
+    if x.dtype == np.float16 and dtype in (np.int32, np.int64):
+        x = np.clip(x, -np.finfo(np.float16).max, np.finfo(np.float16).max)
+    return cast(x, dtype)
+
+
 @builder("Convert")
 def _convert(info):
     dtype = dtype_of(info.layer.attrs.get("destination_type", ""))
-    # float -> integer truncates toward zero (OpenVINO: [-1.7, 1.5, 2.5] -> [-1, 1, 2] for i32), as
-    # numpy's astype does.
-    if dtype == np.bool_:
-        return lambda args: (openvino_truth(args[0], info.folded),)
-    return lambda args: (args[0].astype(dtype),)
+    return lambda args: (openvino_convert(args[0], dtype, info.folded),)
 
 
 @builder("ConvertLike")
 def _convert_like(info):
-    return lambda args: ((openvino_truth(args[0], info.folded) if args[1].dtype == np.bool_
-                          else args[0].astype(args[1].dtype)),)
+    return lambda args: (openvino_convert(args[0], args[1].dtype, info.folded),)
 
 
 @builder("Mod")
