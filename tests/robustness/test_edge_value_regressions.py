@@ -470,3 +470,23 @@ def test_onnx_cast_of_out_of_range_floats_matches_onnxruntime(target):
     with np.errstate(all="raise"):
         got = runtime.run(model, feeds)["y"]
     np.testing.assert_array_equal(got, onnxruntime_run(model, feeds)["y"])
+
+
+# -- an IR Transpose order with a negative axis (the whole-network fuzzer: 3 -> -1) ran, and IR -> ONNX wrote a perm
+# -- onnx's checker refuses (exit 3); OpenVINO refuses the order ------------------------------------------------
+@pytest.mark.parametrize("order", [[0, 2, -1, 1], [-4, 1, 2, 3]])
+def test_ir_transpose_order_with_a_negative_axis_is_refused_as_openvino_refuses_it(tmp_path, order):
+    def build(b):
+        x = b.parameter("x", "f32", (1, 2, 3, 4))
+        return b.add("Transpose", "opset1", [x, b.const(np.array([0, 1, 2, 3], np.int64))], name="transpose")[0]
+    path = _ir_file(tmp_path, build)
+    model = ir.read_model(path)
+    (order_const,) = [layer for layer in model.layers if layer.type == "Const"]
+    order_const.data = np.array(order, np.int64)
+    xml, weights = ir.serialize(model)
+    path.write_bytes(xml)
+    path.with_suffix(".bin").write_bytes(weights)
+    with pytest.raises(RuntimeError, match="is_valid_axes_order"):
+        openvino_run_xml(path, {"x": np.zeros((1, 2, 3, 4), np.float32)})
+    for command in (["run", path], ["convert", path, "-o", tmp_path / "t.onnx"]):
+        one_line_error(invoke_cli(command[0], command), path, "'transpose'", "not a permutation")
