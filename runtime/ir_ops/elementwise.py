@@ -76,14 +76,17 @@ def _multiply(info):
     return _broadcasting(info, _as_cpu_plugin(info, _in_work_precision(np.multiply)))
 
 
+# Maximum and Minimum compare as x86's maxps/minps do, a > b ? a : b (a < b ? a : b): where either is NaN, or
+# both are zeros, the result is b (OpenVINO 2026.4 CPU: max(NaN, 1) = 1, max(1, NaN) = NaN, max(0, -0) = -0;
+# ONNX Max and numpy propagate NaN).
 @builder("Maximum")
 def _maximum(info):
-    return _broadcasting(info, np.maximum)
+    return _broadcasting(info, lambda a, b: np.where(a > b, a, b))
 
 
 @builder("Minimum")
 def _minimum(info):
-    return _broadcasting(info, np.minimum)
+    return _broadcasting(info, lambda a, b: np.where(a < b, a, b))
 
 
 def _integer_power(info: LayerInfo):

@@ -490,3 +490,24 @@ def test_ir_transpose_order_with_a_negative_axis_is_refused_as_openvino_refuses_
         openvino_run_xml(path, {"x": np.zeros((1, 2, 3, 4), np.float32)})
     for command in (["run", path], ["convert", path, "-o", tmp_path / "t.onnx"]):
         one_line_error(invoke_cli(command[0], command), path, "'transpose'", "not a permutation")
+
+
+# -- IR Maximum/Minimum with a NaN operand: OpenVINO gives the second operand (x86's maxps), poolir propagated NaN ---
+_MAX_A = np.array([np.nan, 1, np.nan, -np.inf, 0.0, -0.0, 2], np.float32)
+_MAX_B = np.array([1, np.nan, np.nan, np.nan, -0.0, 0.0, -3], np.float32)
+
+
+@pytest.mark.parametrize("layer_type", ["Maximum", "Minimum"])
+def test_ir_maximum_minimum_with_nan_follow_openvino_and_convert_exactly(tmp_path, layer_type):
+    def build(b):
+        return b.add(layer_type, "opset1", [b.parameter("a", "f32", (7,)), b.parameter("b", "f32", (7,))])[0]
+    path = _ir_file(tmp_path, build)
+    feeds = {"a": _MAX_A, "b": _MAX_B}
+    expected = openvino_run_xml(path, feeds)["y"]
+    got = runtime.run(ir.read_model(path), feeds)["y"]
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+    invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.onnx"], allowed=(0,))
+    converted = onnxruntime_run(onnx.load(tmp_path / "m.onnx"), feeds)["y"]
+    np.testing.assert_array_equal(converted, expected)
+    np.testing.assert_array_equal(np.signbit(converted), np.signbit(expected))
