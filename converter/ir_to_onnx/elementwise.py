@@ -49,6 +49,25 @@ def _binary(op_type: str) -> Callable[[Context, Layer], None]:
     return convert
 
 
+def _select_by(comparison: str, op_type: str) -> Callable[[Context, Layer], None]:
+    """Maximum as Where(Greater(a, b), a, b), Minimum with Less, for floats: OpenVINO gives b where either is NaN
+    (runtime/ir_ops/elementwise.py), ONNX Max and Min NaN; comparisons with NaN are false in both worlds."""
+    direct = _binary(op_type)
+
+    def convert(context: Context, layer: Layer) -> None:
+        element_type = context.input_info(layer, 0).element_type
+        if _is_integer(element_type):
+            direct(context, layer)
+            return
+        what = f"{layer.type} (b where either is NaN, as OpenVINO computes it)"
+        check_writes(context, comparison, element_type, what)
+        check_writes(context, "Where", element_type, what)
+        a, b = context.input(layer, 0), context.input(layer, 1)
+        (chosen,) = context.node(comparison, [a, b], f"{layer.name}/{comparison.lower()}")
+        context.node_into("Where", [chosen, a, b], [context.name_output(layer, 0)], layer.name)
+    return convert
+
+
 def _is_integer(element_type: str) -> bool:
     return np.issubdtype(dtype_of(element_type), np.integer)
 
@@ -116,7 +135,22 @@ def convert(context: Context, layer: Layer, target: str | None = None) -> None:
     if not _is_integer(source_type) and source_type != "boolean" and _is_integer(target):  # boolean: 0/1, exact
         raise ConversionError(f"conversion {source_type} -> {target}: OpenVINO's float-to-integer rounding is not "
                               "pinned against ONNX Cast's")
-    context.node_into("Cast", [context.input(layer, 0)], [output], layer.name, to=onnx_element_type(target))
+    source = context.input(layer, 0)
+    if target == "boolean" and context.constant(layer, 0) is None and (source_type == "i32" or
+                                                                       not _is_integer(source_type)):
+        # OpenVINO's run-time Convert gives False for NaN and i32 -2147483648 (runtime/ir_ops/elementwise.py),
+        # ONNX Cast True: And(Cast(x), x is neither).
+        check_writes(context, "Equal", source_type, "Convert to boolean (False for NaN, as OpenVINO computes it)")
+        if source_type == "i32":
+            lowest = context.initializer(np.array(np.iinfo(np.int32).min, np.int32), f"{layer.name}/lowest")
+            (is_lowest,) = context.node("Equal", [source, lowest], f"{layer.name}/is_lowest")
+            (kept,) = context.node("Not", [is_lowest], f"{layer.name}/not_lowest")
+        else:
+            (kept,) = context.node("Equal", [source, source], f"{layer.name}/not_nan")
+        (truth,) = context.node("Cast", [source], f"{layer.name}/cast", to=onnx_element_type(target))
+        context.node_into("And", [truth, kept], [output], layer.name)
+        return
+    context.node_into("Cast", [source], [output], layer.name, to=onnx_element_type(target))
 
 
 def convert_like(context: Context, layer: Layer) -> None:
@@ -125,7 +159,8 @@ def convert_like(context: Context, layer: Layer) -> None:
 
 CONVERTERS = {
     "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": floor, "Negative": _unary("Neg"),
-    "Add": _binary("Add"), "Subtract": _binary("Sub"), "Multiply": _binary("Mul"), "Maximum": _binary("Max"),
-    "Minimum": _binary("Min"), "Power": _binary("Pow"), "Divide": divide, "FloorMod": floor_mod, "Mod": mod,
+    "Add": _binary("Add"), "Subtract": _binary("Sub"), "Multiply": _binary("Mul"),
+    "Maximum": _select_by("Greater", "Max"), "Minimum": _select_by("Less", "Min"), "Power": _binary("Pow"),
+    "Divide": divide, "FloorMod": floor_mod, "Mod": mod,
     "Convert": convert, "ConvertLike": convert_like,
 }

@@ -24,6 +24,10 @@ which runs each case in onnxruntime and in OpenVINO 2026.4 on CPU):
   is not Convert's: the CPU plugin computes i64 in i32, so f32 3e9 -> i64 gives -2147483648 in OpenVINO and
   3000000000 in onnxruntime (any i64 value beyond the i32 range is affected, on every layer); poolir's IR
   runtime follows the spec's i64.
+- Cast to bool becomes NotEqual(x, 0): OpenVINO's CPU Convert to boolean gives False for NaN and for i32
+  -2147483648 (ONNX: True), its NotEqual does not.
+- Max and Min propagate NaN (onnxruntime); OpenVINO's Maximum and Minimum give the second operand where either
+  is NaN: the conversion is exact for inputs without NaN (as for Relu and Clip).
 - Neg becomes Multiply by -1, Reciprocal Divide(1, x), Ceil -Floor(-x): each exact in IEEE arithmetic
   (and for integers Neg's wrap of the lowest value is Multiply's wrap too).
 - Mean of n inputs: the Add chain, then Divide by n (onnxruntime sums, then divides).
@@ -155,6 +159,10 @@ def mod(node: OnnxNode) -> list[Value]:
 
 
 def _convert(node: OnnxNode, x: Value, target: str, like: Value | None = None) -> list[Value]:
+    if target == "boolean" and x.element_type != "boolean":
+        # ONNX: "all else to True", NaN and INT32_MIN included; OpenVINO's CPU Convert gives False for both
+        # (runtime/ir_ops/elementwise.py), its NotEqual(x, 0) True.
+        return [_binary_layer(node, "NotEqual", x, _scalar(node, 0, x))]
     if like is not None:
         (ref,) = node.add("ConvertLike", [x.ref, like.ref], name=node.name)
     else:

@@ -10,8 +10,8 @@ import numpy as np
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
-from poolir.runtime.kernels.elementwise import (divide, modulo, openvino_cpu_integer, openvino_cpu_integer_unary, power,
-                                               unary_float)
+from poolir.runtime.kernels.elementwise import (cast, divide, modulo, openvino_cpu_integer, openvino_cpu_integer_unary,
+                                               power, unary_float)
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
@@ -76,14 +76,17 @@ def _multiply(info):
     return _broadcasting(info, _as_cpu_plugin(info, _in_work_precision(np.multiply)))
 
 
+# Maximum and Minimum compare as x86's maxps/minps do, a > b ? a : b (a < b ? a : b): where either is NaN, or
+# both are zeros, the result is b (OpenVINO 2026.4 CPU: max(NaN, 1) = 1, max(1, NaN) = NaN, max(0, -0) = -0;
+# ONNX Max and numpy propagate NaN).
 @builder("Maximum")
 def _maximum(info):
-    return _broadcasting(info, np.maximum)
+    return _broadcasting(info, lambda a, b: np.where(a > b, a, b))
 
 
 @builder("Minimum")
 def _minimum(info):
-    return _broadcasting(info, np.minimum)
+    return _broadcasting(info, lambda a, b: np.where(a < b, a, b))
 
 
 def _integer_power(info: LayerInfo):
@@ -158,19 +161,42 @@ builder("Floor")(unary_layer(np.floor))
 builder("Sqrt")(unary_layer(np.sqrt))
 
 
+def openvino_truth(x: np.ndarray, folded: bool) -> np.ndarray:
+    """Convert to boolean: x != 0 when OpenVINO folds it (a constant input); on a run-time input its CPU plugin
+    also gives False for NaN and for i32 -2147483648 (measured, OpenVINO 2026.4: f32 [nan, inf, -0.0, 1e-45] ->
+    [F, T, F, T]; i32 [-2**31, -1, 0] -> [F, T, F]; i8 -128 -> T). An i64 runs as i32 there (2**32 -> False):
+    not modelled, as for Convert's other targets."""
+    truth = x != 0
+    if folded:
+        return truth
+    if is_float(x.dtype):
+        return truth & ~np.isnan(x)
+    if x.dtype == np.int32:
+        return truth & (x != np.iinfo(np.int32).min)
+    return truth
+
+
+def openvino_convert(x: np.ndarray, dtype: np.dtype, folded: bool) -> np.ndarray:
+    """Convert: float -> integer truncates toward zero (OpenVINO: [-1.7, 1.5, 2.5] -> [-1, 1, 2] for i32) as x86
+    converts (kernels.elementwise.cast); an f16 infinity becomes +-65504 first when the target is i32 or i64
+    (OpenVINO 2026.4 CPU; into i8/u8 it gives 0, as f32's does)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return openvino_truth(x, folded)
+    if x.dtype == np.float16 and dtype in (np.int32, np.int64):
+        x = np.clip(x, -np.finfo(np.float16).max, np.finfo(np.float16).max)
+    return cast(x, dtype)
+
+
 @builder("Convert")
 def _convert(info):
     dtype = dtype_of(info.layer.attrs.get("destination_type", ""))
-    # float -> integer truncates toward zero (OpenVINO: [-1.7, 1.5, 2.5] -> [-1, 1, 2] for i32), as
-    # numpy's astype does; to boolean: x != 0.
-    if dtype == np.bool_:
-        return lambda args: (args[0] != 0,)
-    return lambda args: (args[0].astype(dtype),)
+    return lambda args: (openvino_convert(args[0], dtype, info.folded),)
 
 
 @builder("ConvertLike")
 def _convert_like(info):
-    return lambda args: ((args[0] != 0) if args[1].dtype == np.bool_ else args[0].astype(args[1].dtype),)
+    return lambda args: (openvino_convert(args[0], args[1].dtype, info.folded),)
 
 
 @builder("Mod")

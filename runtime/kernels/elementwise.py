@@ -130,6 +130,14 @@ def openvino_cpu_integer_unary(function, x: np.ndarray, constant: bool = False, 
 
 
 def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """x as `dtype`. A float into a signed or 8-bit integer goes as x86 converts it, which numpy leaves undefined
+    (and warns about): truncated into int64, or into int32 and then wrapped into i8/u8/i32; NaN, infinities and
+    values outside give the minimum before the wrap (f32 [nan, inf, 300.5, 65504] -> i8 [0, 0, 44, -32]), as
+    onnxruntime 1.31's Cast and OpenVINO 2026.4's Convert compute it."""
+    dtype = np.dtype(dtype)
+    if is_float(x.dtype) and (dtype.kind == "i" or dtype == np.uint8):
+        wide = np.dtype(np.int64) if dtype == np.int64 else np.dtype(np.int32)
+        return float_to_integer_x86(x.astype(np.float64), wide).astype(dtype)
     return x.astype(dtype, copy=False)
 
 

@@ -403,3 +403,111 @@ def test_onnx_integer_log_sum_of_zero_is_the_types_minimum_like_onnxruntime(dtyp
     with np.errstate(all="raise"):
         got = runtime.run(model, feeds)["y"]
     np.testing.assert_array_equal(got, onnxruntime_run(model, feeds)["y"])
+
+
+# -- Convert to boolean: OpenVINO's CPU plugin gives False for NaN and i32 -2147483648, ONNX Cast True; poolir's IR
+# -- run said True, and both converters wrote the other world's op as it stood ------------------------------------
+_TRUTH_INPUTS = {"f32": np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, -2.5], np.float32),
+                 "f16": np.array([np.nan, np.inf, -0.0, 6e-8, 1], np.float16),
+                 "i32": np.array([-2 ** 31, -2 ** 31 + 1, -1, 0, 1, 2 ** 31 - 1], np.int32),
+                 "i8": np.array([-128, -1, 0, 1, 127], np.int8), "u8": np.array([0, 1, 128, 255], np.uint8)}
+
+
+@pytest.mark.parametrize("constant", [False, True], ids=["run-time", "folded"])
+@pytest.mark.parametrize("source", list(_TRUTH_INPUTS))
+def test_ir_convert_to_boolean_matches_openvino_and_converts_to_onnx_exactly(tmp_path, source, constant):
+    x = _TRUTH_INPUTS[source]
+
+    def build(b):
+        data = b.const(x) if constant else b.parameter("x", source, x.shape)
+        return b.add("Convert", "opset1", [data], {"destination_type": "boolean"}, name="truth")[0]
+    path = _ir_file(tmp_path, build)
+    feeds = {} if constant else {"x": x}
+    expected = openvino_run_xml(path, feeds)["y"]
+    np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], expected)
+    invoke_cli("convert", ["convert", path, "-o", tmp_path / "truth.onnx"], allowed=(0,))
+    np.testing.assert_array_equal(onnxruntime_run(onnx.load(tmp_path / "truth.onnx"), feeds)["y"], expected)
+
+
+@pytest.mark.parametrize("source", ["f32", "f16", "i32", "i8", "u8"])
+def test_onnx_cast_to_bool_converts_to_an_ir_openvino_computes_as_onnxruntime(tmp_path, source):
+    x = _TRUTH_INPUTS[source]
+    model = _onnx_one_node(helper.make_node("Cast", ["x"], ["y"], to=TensorProto.BOOL, name="truth"),
+                           [("x", NUMPY_TO_ONNX[x.dtype], list(x.shape))], [("y", TensorProto.BOOL, list(x.shape))])
+    path = tmp_path / "truth.onnx"
+    onnx.save(model, path)
+    expected = onnxruntime_run(model, {"x": x})["y"]
+    np.testing.assert_array_equal(runtime.run(model, {"x": x})["y"], expected)
+    invoke_cli("convert", ["convert", path, "-o", tmp_path / "truth.xml"], allowed=(0,))
+    np.testing.assert_array_equal(openvino_run_xml(tmp_path / "truth.xml", {"x": x})["y"], expected)
+
+
+# -- float -> integer of NaN, infinities and values outside the target: numpy's astype is undefined there (it warned,
+# -- and gave whatever the platform gives); both engines convert as x86 does, and OpenVINO saturates an f16 inf ------
+_OUT_OF_RANGE = np.array([np.nan, np.inf, -np.inf, 3e38, -3e38, 300.5, -129.5, 65504, -1.7, 2.5, 3e9], np.float32)
+
+
+@pytest.mark.parametrize("target", ["i32", "i8", "u8"])
+@pytest.mark.parametrize("source", ["f32", "f16"])
+def test_ir_convert_of_out_of_range_floats_matches_openvino(tmp_path, source, target):
+    with np.errstate(over="ignore"):  # 3e38 and 3e9 are inf in f16
+        x = _OUT_OF_RANGE.astype(np.float16 if source == "f16" else np.float32)
+
+    def build(b):
+        return b.add("Convert", "opset1", [b.parameter("x", source, x.shape)], {"destination_type": target})[0]
+    path = _ir_file(tmp_path, build)
+    with np.errstate(all="raise"):
+        got = runtime.run(ir.read_model(path), {"x": x})["y"]
+    np.testing.assert_array_equal(got, openvino_run_xml(path, {"x": x})["y"])
+
+
+@pytest.mark.parametrize("target", [np.int32, np.int64, np.int8, np.uint8])
+def test_onnx_cast_of_out_of_range_floats_matches_onnxruntime(target):
+    target = np.dtype(target)
+    model = _onnx_one_node(helper.make_node("Cast", ["x"], ["y"], to=NUMPY_TO_ONNX[target]),
+                           [("x", TensorProto.FLOAT, [11])], [("y", NUMPY_TO_ONNX[target], [11])])
+    feeds = {"x": _OUT_OF_RANGE}
+    with np.errstate(all="raise"):
+        got = runtime.run(model, feeds)["y"]
+    np.testing.assert_array_equal(got, onnxruntime_run(model, feeds)["y"])
+
+
+# -- an IR Transpose order with a negative axis (the whole-network fuzzer: 3 -> -1) ran, and IR -> ONNX wrote a perm
+# -- onnx's checker refuses (exit 3); OpenVINO refuses the order ------------------------------------------------
+@pytest.mark.parametrize("order", [[0, 2, -1, 1], [-4, 1, 2, 3]])
+def test_ir_transpose_order_with_a_negative_axis_is_refused_as_openvino_refuses_it(tmp_path, order):
+    def build(b):
+        x = b.parameter("x", "f32", (1, 2, 3, 4))
+        return b.add("Transpose", "opset1", [x, b.const(np.array([0, 1, 2, 3], np.int64))], name="transpose")[0]
+    path = _ir_file(tmp_path, build)
+    model = ir.read_model(path)
+    (order_const,) = [layer for layer in model.layers if layer.type == "Const"]
+    order_const.data = np.array(order, np.int64)
+    xml, weights = ir.serialize(model)
+    path.write_bytes(xml)
+    path.with_suffix(".bin").write_bytes(weights)
+    with pytest.raises(RuntimeError, match="is_valid_axes_order"):
+        openvino_run_xml(path, {"x": np.zeros((1, 2, 3, 4), np.float32)})
+    for command in (["run", path], ["convert", path, "-o", tmp_path / "t.onnx"]):
+        one_line_error(invoke_cli(command[0], command), path, "'transpose'", "not a permutation")
+
+
+# -- IR Maximum/Minimum with a NaN operand: OpenVINO gives the second operand (x86's maxps), poolir propagated NaN ---
+_MAX_A = np.array([np.nan, 1, np.nan, -np.inf, 0.0, -0.0, 2], np.float32)
+_MAX_B = np.array([1, np.nan, np.nan, np.nan, -0.0, 0.0, -3], np.float32)
+
+
+@pytest.mark.parametrize("layer_type", ["Maximum", "Minimum"])
+def test_ir_maximum_minimum_with_nan_follow_openvino_and_convert_exactly(tmp_path, layer_type):
+    def build(b):
+        return b.add(layer_type, "opset1", [b.parameter("a", "f32", (7,)), b.parameter("b", "f32", (7,))])[0]
+    path = _ir_file(tmp_path, build)
+    feeds = {"a": _MAX_A, "b": _MAX_B}
+    expected = openvino_run_xml(path, feeds)["y"]
+    got = runtime.run(ir.read_model(path), feeds)["y"]
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+    invoke_cli("convert", ["convert", path, "-o", tmp_path / "m.onnx"], allowed=(0,))
+    converted = onnxruntime_run(onnx.load(tmp_path / "m.onnx"), feeds)["y"]
+    np.testing.assert_array_equal(converted, expected)
+    np.testing.assert_array_equal(np.signbit(converted), np.signbit(expected))
