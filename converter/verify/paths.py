@@ -37,6 +37,7 @@ from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET
 from poolir.converter import peers as engines
 from poolir.converter.verify.locate import Probe, graph_nodes, runtime_probe
 from poolir.ir.errors import ConversionError, PoolirError, UnsupportedError, UsageError
+from poolir.ir.model import shape_str
 
 PEERS = ("onnxruntime", "openvino")
 
@@ -142,11 +143,14 @@ def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], out
                step: Callable[[str], None] | None = None) -> list[PathOutcome]:
     """The paths of an ONNX model (see the module docstring); the first is the reference. `input_shapes`
     (--input-shape) are fixed by the conversion too, so that every path runs the shape the feeds have."""
-    to_ir = _lazy(lambda: converter.onnx_to_ir(model, input_shapes=dict(input_shapes or {})))
+    conversion_notes: list[str] = []
+    to_ir = _lazy(lambda: _onnx_to_ir_for(model, feeds, input_shapes, conversion_notes))
     back = _lazy(lambda: converter.ir_to_onnx(to_ir(), opset=NEWEST_WRITTEN_OPSET))
     reference = runtime_probe(lambda: model, feeds, keep=True)
     outcomes = [PathOutcome("runtime(onnx)", _arrays(reference.session().run(feeds)), probe=reference)]
     outcomes.append(_runtime_path("runtime(onnx->ir)", to_ir, feeds, step))
+    if conversion_notes:
+        outcomes[-1].note = conversion_notes[0]
     outcomes.append(_runtime_path("runtime(onnx->ir->onnx)", back, feeds, step))
     if "onnxruntime" in peers:
         outcomes.append(_onnxruntime_path("onnxruntime(onnx)", lambda: model, feeds, step))
@@ -165,6 +169,23 @@ def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], out
         outcomes.append(_openvino_path("openvino(onnx->ir)", poolir_ir_read_by_openvino, feeds, output_names,
                                        step))
     return outcomes
+
+
+def _onnx_to_ir_for(model, feeds: Mapping[str, np.ndarray], input_shapes, notes: list[str]):
+    """converter.onnx_to_ir keeping the dynamic dims; when it refuses them (an exact IR for every length needs the
+    length), the conversion for the shapes of this run's feeds, as --input-shape would fix them, said in `notes`."""
+    shapes = dict(input_shapes or {})
+    try:
+        return converter.onnx_to_ir(model, input_shapes=shapes)
+    except ConversionError as refusal:
+        run_shapes = {name: tuple(np.shape(value)) for name, value in feeds.items()}
+        if all(tuple(shapes.get(name, ())) == shape for name, shape in run_shapes.items()):
+            raise
+        converted = converter.onnx_to_ir(model, input_shapes=run_shapes)
+        notes.append("converted for this run's input shapes ("
+                     + ", ".join(f"{name}{shape_str(shape)}" for name, shape in run_shapes.items())
+                     + f"); with dynamic dims: {refusal}")
+        return converted
 
 
 def ir_paths(model, xml_path: Path, feeds: Mapping[str, np.ndarray], peers: Sequence[str],

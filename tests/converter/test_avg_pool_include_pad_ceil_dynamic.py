@@ -63,3 +63,11 @@ def test_one_ir_matches_onnxruntime_for_every_length(case, tmp_path):
         for path, got in answers.items():
             assert got.shape == want.shape, (path, shape)
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"{path} {shape}")
+
+
+def test_the_slice_keeps_the_dims_it_does_not_slice():
+    """Batch and channels stay known after the Slice whose ends are computed (as OpenVINO infers them), so the
+    layers after the pool see them."""
+    (result,) = [layer for layer in onnx_to_ir(CASES["k3 s2 p1 (PyTorch's ceil pools)"]).layers
+                 if layer.type == "Result"]
+    assert [d.max if d.is_static else None for d in result.inputs[0].shape] == [1, 2, None, None]
