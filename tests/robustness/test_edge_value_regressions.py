@@ -539,3 +539,24 @@ def test_ir_float_remainders_follow_openvino_and_convert_exactly(tmp_path, layer
     if not constant:  # folded, OpenVINO's FloorMod is the exact remainder, which no ONNX op gives for inf divisors
         invoke_cli("convert", ["convert", path, "-o", tmp_path / "r.onnx"], allowed=(0,))
         np.testing.assert_array_equal(onnxruntime_run(onnx.load(tmp_path / "r.onnx"), feeds)["y"], expected)
+
+
+# -- ONNX Clip-11+ with an absent min or max: the spec's default is numeric_limits<T>::lowest()/max(), so +-inf is
+# -- clipped to the largest finite value (onnxruntime agrees); poolir read "no bound" and kept the infinity ---------
+@pytest.mark.parametrize("bound", ["min", "max", "neither"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_onnx_clip_without_a_bound_clips_to_the_types_limit_and_converts_so(tmp_path, dtype, bound):
+    dtype = np.dtype(dtype)
+    inputs = {"min": ["x", "b"], "max": ["x", "", "b"], "neither": ["x"]}[bound]
+    initializers = [] if bound == "neither" else [helper.make_tensor("b", NUMPY_TO_ONNX[dtype], [], [0.5])]
+    model = _onnx_one_node(helper.make_node("Clip", inputs, ["y"], name="clip"), [("x", NUMPY_TO_ONNX[dtype], [5])],
+                           [("y", NUMPY_TO_ONNX[dtype], [5])], initializers, opset=13)
+    feeds = {"x": np.array([np.inf, -np.inf, 1, -1, 0.25], dtype)}
+    expected = onnxruntime_run(model, feeds)["y"]
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y"], expected)
+    path = tmp_path / "clip.onnx"
+    onnx.save(model, path)
+    invoke_cli("convert", ["convert", path, "-o", tmp_path / "clip.xml"], allowed=(0,))
+    if dtype == np.float64:
+        return  # OpenVINO's CPU plugin computes f64 in f32: 1.8e308 becomes 3.4e38 (test_onnx_to_ir_backend_cases)
+    np.testing.assert_array_equal(openvino_run_xml(tmp_path / "clip.xml", feeds)["y"], expected)
