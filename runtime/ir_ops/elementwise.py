@@ -45,18 +45,24 @@ def _in_work_precision(function):
 
 
 _CPU_INTEGER_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
+_CPU_SATURATED_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
 
 
 def _as_cpu_plugin(info: LayerInfo, function):
-    """i32/i64 arithmetic on run-time values as OpenVINO's CPU plugin computes it (i64 runs as i32, Divide
-    and FloorMod through float32: kernels.elementwise.openvino_cpu_integer); `function` otherwise. A layer
-    OpenVINO folds at compile time (LayerInfo.folded) gets its reference implementation: `function`."""
+    """Integer arithmetic on run-time values as OpenVINO's CPU plugin computes it (i64 runs as i32, Divide
+    and FloorMod through float32: kernels.elementwise.openvino_cpu_integer; i8/u8 the same in i32, then
+    saturated: i8 127 + 1 -> 127, 100 * 100 -> 127, 0 / 0 -> -128, u8 0 - 3 -> 0); `function` otherwise. A
+    layer OpenVINO folds at compile time (LayerInfo.folded) gets its reference implementation: `function`."""
     if info.folded:
         return function
 
     def run(a, b):
         if a.dtype in _CPU_INTEGER_TYPES:
             return openvino_cpu_integer(info.layer.type, a, b, (0 in info.constant_inputs, 1 in info.constant_inputs))
+        if a.dtype in _CPU_SATURATED_TYPES:
+            wide = openvino_cpu_integer(info.layer.type, a.astype(np.int32), b.astype(np.int32))
+            limits = np.iinfo(a.dtype)
+            return np.clip(wide, limits.min, limits.max).astype(a.dtype)
         return function(a, b)
     return run
 

@@ -560,3 +560,21 @@ def test_onnx_clip_without_a_bound_clips_to_the_types_limit_and_converts_so(tmp_
     if dtype == np.float64:
         return  # OpenVINO's CPU plugin computes f64 in f32: 1.8e308 becomes 3.4e38 (test_onnx_to_ir_backend_cases)
     np.testing.assert_array_equal(openvino_run_xml(tmp_path / "clip.xml", feeds)["y"], expected)
+
+
+# -- i8/u8 arithmetic on run-time inputs: OpenVINO's CPU plugin computes in int32 (Divide, FloorMod and Mod through
+# -- float32) and saturates into the type; poolir's IR run wrapped (127 + 1 gave -128) ---------------------------
+@pytest.mark.parametrize("layer_type", ["Add", "Subtract", "Multiply", "Divide", "FloorMod", "Mod"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_ir_narrow_integer_arithmetic_saturates_as_openvino(tmp_path, layer_type, dtype):
+    dtype = np.dtype(dtype)
+    limits = np.iinfo(dtype)
+    a = np.array([limits.max, limits.min, 100, limits.min + 28, 7, 0, limits.max, 3], dtype)
+    b = np.array([1, 3, 100, 100, 2 if dtype == np.uint8 else -2, 0, limits.max, 0], dtype)
+
+    def build(builder):
+        return builder.add(layer_type, "opset1", [builder.parameter("a", NUMPY_TO_IR[dtype], a.shape),
+                                                  builder.parameter("b", NUMPY_TO_IR[dtype], b.shape)])[0]
+    path = _ir_file(tmp_path, build)
+    feeds = {"a": a, "b": b}
+    np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], openvino_run_xml(path, feeds)["y"])
