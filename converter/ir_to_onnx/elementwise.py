@@ -105,21 +105,39 @@ def divide(context: Context, layer: Layer) -> None:
 
 def floor_mod(context: Context, layer: Layer) -> None:
     _refuse_integer_division_by_zero(context, layer)
-    a, b = context.input(layer, 0), context.input(layer, 1)
-    output = context.name_output(layer, 0)
-    if _is_integer(context.input_info(layer, 0).element_type):
-        _check_mod(context, "FloorMod")
-        context.node_into("Mod", [a, b], [output], layer.name, fmod=0)  # the divisor's sign, like FloorMod
+    if not _is_integer(context.input_info(layer, 0).element_type):
+        _float_remainder(context, layer, truncate=False)
         return
+    _check_mod(context, "FloorMod")
+    context.node_into("Mod", [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
+                      layer.name, fmod=0)  # the divisor's sign, like FloorMod
+
+
+def _float_remainder(context: Context, layer: Layer, truncate: bool) -> None:
+    """a - floor(a / b) * b, or with trunc(q) written Where(q < 0, Ceil(q), Floor(q)) (-0 stays -0): OpenVINO's
+    float FloorMod and Mod, step by step (runtime.kernels.elementwise.remainder_by_formula), not ONNX Mod's exact
+    remainder."""
+    a, b = context.input(layer, 0), context.input(layer, 1)
     quotient = context.node("Div", [a, b], f"{layer.name}/quotient")[0]
-    floored = context.node("Floor", [quotient], f"{layer.name}/floor")[0]
-    product = context.node("Mul", [floored, b], f"{layer.name}/product")[0]
-    context.node_into("Sub", [a, product], [output], layer.name)
+    whole = context.node("Floor", [quotient], f"{layer.name}/floor")[0]
+    if truncate:
+        element_type = context.input_info(layer, 0).element_type
+        check_writes(context, "Less", element_type, f"{layer.type} of {element_type}")
+        check_writes(context, "Where", element_type, f"{layer.type} of {element_type}")
+        zero = context.initializer(np.array(0, dtype_of(element_type)), f"{layer.name}/zero")
+        negative = context.node("Less", [quotient, zero], f"{layer.name}/negative")[0]
+        raised = context.node("Ceil", [quotient], f"{layer.name}/ceil")[0]
+        whole = context.node("Where", [negative, raised, whole], f"{layer.name}/trunc")[0]
+    product = context.node("Mul", [whole, b], f"{layer.name}/product")[0]
+    context.node_into("Sub", [a, product], [context.name_output(layer, 0)], layer.name)
 
 
 def mod(context: Context, layer: Layer) -> None:
-    """Mod-1 (the dividend's sign) is ONNX Mod with fmod=1, for integers and floats alike."""
+    """Mod-1 (the dividend's sign) is ONNX Mod with fmod=1 for integers; floats: _float_remainder."""
     _refuse_integer_division_by_zero(context, layer)
+    if not _is_integer(context.input_info(layer, 0).element_type):
+        _float_remainder(context, layer, truncate=True)
+        return
     _check_mod(context, "Mod")
     context.node_into("Mod", [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
                       layer.name, fmod=1)

@@ -33,7 +33,7 @@ from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.errors import ConversionError, InvalidModelError
 from poolir.ir.shapes import checked_axis
-from poolir.runtime.onnx_ops.activation import softmax_along_axis
+from poolir.runtime.onnx_ops.activation import clip_default_bound, softmax_along_axis
 
 _PLAIN = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "HardSwish": "HSwish"}
 _EXACT_INT_BOUND = 2 ** 53  # Clamp's min and max are doubles
@@ -93,16 +93,19 @@ def clip(node: OnnxNode) -> list[Value]:
     if by_attributes:  # Clip-1: an absent attribute means no bound
         low, high = attrs.get("min"), attrs.get("max")
         bounds = [None if v is None else np.asarray(v, dtype=np.float32) for v in (low, high)]
-        constant = True
     else:
         node.check_same_element_type(x, "the input", list(zip(("min", "max"), operands)))
         for what, value in zip(("min", "max"), operands):
             if value is not None and any(d is not None and d != 1 for d in value.shape):
                 raise InvalidModelError(f"{what} must be a scalar, got shape {list(value.shape)}")
-        bounds = [_constant(node, v) for v in operands]
-        constant = all(b is not None or v is None for b, v in zip(bounds, operands))
-        if not constant:
-            return _clip_by_layers(node, x, operands)
+        # An absent bound is the type's limit (the runtime's clip_default_bound: +-inf -> +-3.4e38 for f32).
+        defaults = [clip_default_bound(dtype_of(x.element_type), what) for what in ("min", "max")]
+        if not all(operand is None or _constant(node, operand) is not None for operand in operands):
+            return _clip_by_layers(node, x, [Value(node.const(default), x.element_type, ())
+                                             if operand is None and default is not None else operand
+                                             for operand, default in zip(operands, defaults)])
+        bounds = [default if operand is None else _constant(node, operand)
+                  for operand, default in zip(operands, defaults)]
     dtype = dtype_of(x.element_type)
     with np.errstate(over="ignore"):
         low, high = (None if b is None else np.asarray(b).astype(dtype).reshape(()) for b in bounds)

@@ -26,6 +26,8 @@ which runs each case in onnxruntime and in OpenVINO 2026.4 on CPU):
   runtime follows the spec's i64.
 - Cast to bool becomes NotEqual(x, 0): OpenVINO's CPU Convert to boolean gives False for NaN and for i32
   -2147483648 (ONNX: True), its NotEqual does not.
+- i8/u8 Add, Sub and Mul wrap in ONNX (onnxruntime: i8 127 + 1 = -128); OpenVINO's CPU plugin saturates them
+  (127): the conversion is exact while the results stay in the type.
 - Max and Min propagate NaN (onnxruntime); OpenVINO's Maximum and Minimum give the second operand where either
   is NaN: the conversion is exact for inputs without NaN (as for Relu and Clip).
 - Neg becomes Multiply by -1, Reciprocal Divide(1, x), Ceil -Floor(-x): each exact in IEEE arithmetic

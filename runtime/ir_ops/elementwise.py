@@ -11,7 +11,7 @@ from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
 from poolir.runtime.kernels.elementwise import (cast, divide, modulo, openvino_cpu_integer, openvino_cpu_integer_unary,
-                                               power, unary_float)
+                                               power, remainder_by_formula, unary_float)
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
@@ -45,18 +45,24 @@ def _in_work_precision(function):
 
 
 _CPU_INTEGER_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
+_CPU_SATURATED_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
 
 
 def _as_cpu_plugin(info: LayerInfo, function):
-    """i32/i64 arithmetic on run-time values as OpenVINO's CPU plugin computes it (i64 runs as i32, Divide
-    and FloorMod through float32: kernels.elementwise.openvino_cpu_integer); `function` otherwise. A layer
-    OpenVINO folds at compile time (LayerInfo.folded) gets its reference implementation: `function`."""
+    """Integer arithmetic on run-time values as OpenVINO's CPU plugin computes it (i64 runs as i32, Divide
+    and FloorMod through float32: kernels.elementwise.openvino_cpu_integer; i8/u8 the same in i32, then
+    saturated: i8 127 + 1 -> 127, 100 * 100 -> 127, 0 / 0 -> -128, u8 0 - 3 -> 0); `function` otherwise. A
+    layer OpenVINO folds at compile time (LayerInfo.folded) gets its reference implementation: `function`."""
     if info.folded:
         return function
 
     def run(a, b):
         if a.dtype in _CPU_INTEGER_TYPES:
             return openvino_cpu_integer(info.layer.type, a, b, (0 in info.constant_inputs, 1 in info.constant_inputs))
+        if a.dtype in _CPU_SATURATED_TYPES:
+            wide = openvino_cpu_integer(info.layer.type, a.astype(np.int32), b.astype(np.int32))
+            limits = np.iinfo(a.dtype)
+            return np.clip(wide, limits.min, limits.max).astype(a.dtype)
         return function(a, b)
     return run
 
@@ -131,11 +137,22 @@ def _divide(info):
     return _broadcasting(info, _as_cpu_plugin(info, quotient))
 
 
+def _float_remainder(info: LayerInfo, floor: bool):
+    """OpenVINO's float FloorMod and Mod (measured on 2000 random f32 pairs, OpenVINO 2026.4 CPU): a run computes
+    a - floor(a / b) * b (Mod: trunc) in float32, not the exact remainder; folded, Mod the same, FloorMod the exact
+    remainder but NaN for an infinite divisor."""
+    if info.folded and floor:
+        return lambda a, b: np.where(np.isinf(b), np.nan, modulo(a, b, fmod=False)).astype(a.dtype)
+    return _in_work_precision(lambda a, b: remainder_by_formula(a, b, floor))
+
+
 @builder("FloorMod")
 def _floor_mod(info):
     # FloorMod: the result has the sign of the divisor (Python's %), for integers and floats; on run-time
     # i32/i64 inputs OpenVINO's CPU plugin computes it in float32 (inexact past 2**24).
-    return _broadcasting(info, _as_cpu_plugin(info, lambda a, b: modulo(a, b, fmod=False)))
+    float_remainder = _float_remainder(info, floor=True)
+    integer_remainder = _as_cpu_plugin(info, lambda a, b: modulo(a, b, fmod=False))
+    return _broadcasting(info, lambda a, b: float_remainder(a, b) if is_float(a.dtype) else integer_remainder(a, b))
 
 
 def unary_layer(function: Callable[[np.ndarray], np.ndarray], integers_in_float32: bool = True
@@ -204,4 +221,6 @@ def _mod(info):
     # Mod-1: the remainder has the sign of the dividend (C fmod), for integers and floats: -7 mod 2 -> -1.
     # PyTorch's frontend writes it on shape values (ShuffleNetV2's channel split).
     # On run-time i32/i64 inputs OpenVINO's CPU plugin computes it in float32, like FloorMod.
-    return _broadcasting(info, _as_cpu_plugin(info, lambda a, b: modulo(a, b, fmod=True)))
+    float_remainder = _float_remainder(info, floor=False)
+    integer_remainder = _as_cpu_plugin(info, lambda a, b: modulo(a, b, fmod=True))
+    return _broadcasting(info, lambda a, b: float_remainder(a, b) if is_float(a.dtype) else integer_remainder(a, b))

@@ -50,6 +50,15 @@ def modulo(a: np.ndarray, b: np.ndarray, fmod: bool) -> np.ndarray:
     return (np.fmod(a, b) if fmod else np.mod(a, b)).astype(a.dtype, copy=False)
 
 
+def remainder_by_formula(a: np.ndarray, b: np.ndarray, floor: bool) -> np.ndarray:
+    """a - floor(a / b) * b (`floor`) or a - trunc(a / b) * b, each step rounded in a's float type: OpenVINO's float
+    FloorMod and Mod, not the exact remainder (34.558418 mod -0.5006091: -0.4842186, exactly -0.48421872; a
+    divisor of +-inf gives NaN)."""
+    with np.errstate(all="ignore"):
+        quotient = a / b
+        return a - (np.floor(quotient) if floor else np.trunc(quotient)) * b
+
+
 def unary_float(function, x: np.ndarray) -> np.ndarray:
     """Apply a float ufunc (sqrt, exp, ...) computing low-precision floats in float32."""
     work = accumulation_dtype(x.dtype)
@@ -142,4 +151,4 @@ def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 __all__ = ["cast", "divide", "float_to_integer_x86", "modulo", "openvino_cpu_integer", "openvino_cpu_integer_unary",
-           "power", "unary_float"]
+           "power", "remainder_by_formula", "unary_float"]

@@ -9,7 +9,8 @@ Readings (these go into the README's semantics section too):
 - Clip-1 has optional float attributes min and max: an absent one is no bound. Clip-6 gives them defaults,
   numeric_limits<float>::lowest() and max() (+-3.4028235e38): so Clip-6 without min maps -inf to -3.4e38
   (onnxruntime agrees), in every element type. Clip-11 on: min and max are optional scalar INPUTS of the
-  input's type (absent: no bound; integers from Clip-12). With min > max every element becomes max
+  input's type (integers from Clip-12); absent, they are the type's numeric_limits (the spec's text;
+  onnxruntime agrees: f16 inf -> 65504), which bound no integer. With min > max every element becomes max
   (Clip-13's text; onnxruntime 1.31: x in [nan, -inf, inf, -3, 0.5, 3], min 2, max -1 -> [nan, -1, ...]).
   NaN stays NaN in every version (onnxruntime).
 - HardSwish = x * max(0, min(1, alpha * x + beta)) with alpha = 1/6 and beta = 0.5 (the spec's own
@@ -26,12 +27,14 @@ Readings (these go into the README's semantics section too):
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.ir.shapes import checked_axis
 from poolir.runtime.kernels.activation import (clip, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
                                                softmax, softmax_coerced, tanh)
+from poolir.runtime.kernels.precision import is_float
 from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
 from poolir.runtime.onnx_ops.registry import (FLOAT, INT, INTS, REMOVED, Attribute, NodeContext, Step, adapter,
                                               define)
@@ -109,10 +112,21 @@ def plan_one_input_activation(ctx: NodeContext) -> Step:
     return _one_input(ctx, _ONE_INPUT[ctx.version.op_type](ctx.attrs))
 
 
-def _bound(value, x: np.ndarray, what: str):
-    """A Clip-11+ min or max input: absent (None) or a one-element tensor of the input's type."""
-    if value is None:
+def clip_default_bound(dtype: np.dtype, what: str):
+    """An absent Clip-11+ min or max: numeric_limits<T>::lowest() or max() (the spec's text), so a float +-inf is
+    clipped to the type's largest finite value (onnxruntime 1.31: 3.4028235e38 for f32, 65504 for f16); for an
+    integer that bounds nothing (None)."""
+    dtype = np.dtype(dtype)
+    if not is_float(dtype):
         return None
+    largest = float(ml_dtypes.finfo(dtype).max)
+    return dtype.type(-largest if what == "min" else largest)
+
+
+def _bound(value, x: np.ndarray, what: str):
+    """A Clip-11+ min or max input: absent (the type's limit) or a one-element tensor of the input's type."""
+    if value is None:
+        return clip_default_bound(x.dtype, what)
     value = np.asarray(value)
     if value.size != 1:
         raise UsageError(f"Clip {what} must be a scalar, got shape {list(value.shape)}")

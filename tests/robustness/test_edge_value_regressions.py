@@ -511,3 +511,70 @@ def test_ir_maximum_minimum_with_nan_follow_openvino_and_convert_exactly(tmp_pat
     converted = onnxruntime_run(onnx.load(tmp_path / "m.onnx"), feeds)["y"]
     np.testing.assert_array_equal(converted, expected)
     np.testing.assert_array_equal(np.signbit(converted), np.signbit(expected))
+
+
+# -- IR float FloorMod and Mod: OpenVINO computes a - floor(a / b) * b (Mod: trunc) step by step, NaN for an infinite
+# -- divisor; poolir gave the exact remainder (different on 80% of random pairs), and IR -> ONNX Mod wrote ONNX's -
+def _remainder_inputs():
+    rng = np.random.default_rng(1)
+    a = np.concatenate([rng.normal(0, 100, 200), [np.nan, np.inf, -np.inf, 0, -0.0, 5, -5, 7.5, 1e30]])
+    b = np.concatenate([rng.normal(0, 3, 200), [2, 2, 2, np.inf, -np.inf, np.inf, -np.inf, 0.0, 3]])
+    return a.astype(np.float32), b.astype(np.float32)
+
+
+@pytest.mark.parametrize("constant", [False, True], ids=["run-time", "folded"])
+@pytest.mark.parametrize("layer_type", ["FloorMod", "Mod"])
+def test_ir_float_remainders_follow_openvino_and_convert_exactly(tmp_path, layer_type, constant):
+    a, b = _remainder_inputs()
+
+    def build(builder):
+        if constant:
+            return builder.add(layer_type, "opset1", [builder.const(a), builder.const(b)])[0]
+        return builder.add(layer_type, "opset1", [builder.parameter("a", "f32", a.shape),
+                                                  builder.parameter("b", "f32", b.shape)])[0]
+    path = _ir_file(tmp_path, build)
+    feeds = {} if constant else {"a": a, "b": b}
+    expected = openvino_run_xml(path, feeds)["y"]
+    np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], expected)
+    if not constant:  # folded, OpenVINO's FloorMod is the exact remainder, which no ONNX op gives for inf divisors
+        invoke_cli("convert", ["convert", path, "-o", tmp_path / "r.onnx"], allowed=(0,))
+        np.testing.assert_array_equal(onnxruntime_run(onnx.load(tmp_path / "r.onnx"), feeds)["y"], expected)
+
+
+# -- ONNX Clip-11+ with an absent min or max: the spec's default is numeric_limits<T>::lowest()/max(), so +-inf is
+# -- clipped to the largest finite value (onnxruntime agrees); poolir read "no bound" and kept the infinity ---------
+@pytest.mark.parametrize("bound", ["min", "max", "neither"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
+def test_onnx_clip_without_a_bound_clips_to_the_types_limit_and_converts_so(tmp_path, dtype, bound):
+    dtype = np.dtype(dtype)
+    inputs = {"min": ["x", "b"], "max": ["x", "", "b"], "neither": ["x"]}[bound]
+    initializers = [] if bound == "neither" else [helper.make_tensor("b", NUMPY_TO_ONNX[dtype], [], [0.5])]
+    model = _onnx_one_node(helper.make_node("Clip", inputs, ["y"], name="clip"), [("x", NUMPY_TO_ONNX[dtype], [5])],
+                           [("y", NUMPY_TO_ONNX[dtype], [5])], initializers, opset=13)
+    feeds = {"x": np.array([np.inf, -np.inf, 1, -1, 0.25], dtype)}
+    expected = onnxruntime_run(model, feeds)["y"]
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y"], expected)
+    path = tmp_path / "clip.onnx"
+    onnx.save(model, path)
+    invoke_cli("convert", ["convert", path, "-o", tmp_path / "clip.xml"], allowed=(0,))
+    if dtype == np.float64:
+        return  # OpenVINO's CPU plugin computes f64 in f32: 1.8e308 becomes 3.4e38 (test_onnx_to_ir_backend_cases)
+    np.testing.assert_array_equal(openvino_run_xml(tmp_path / "clip.xml", feeds)["y"], expected)
+
+
+# -- i8/u8 arithmetic on run-time inputs: OpenVINO's CPU plugin computes in int32 (Divide, FloorMod and Mod through
+# -- float32) and saturates into the type; poolir's IR run wrapped (127 + 1 gave -128) ---------------------------
+@pytest.mark.parametrize("layer_type", ["Add", "Subtract", "Multiply", "Divide", "FloorMod", "Mod"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_ir_narrow_integer_arithmetic_saturates_as_openvino(tmp_path, layer_type, dtype):
+    dtype = np.dtype(dtype)
+    limits = np.iinfo(dtype)
+    a = np.array([limits.max, limits.min, 100, limits.min + 28, 7, 0, limits.max, 3], dtype)
+    b = np.array([1, 3, 100, 100, 2 if dtype == np.uint8 else -2, 0, limits.max, 0], dtype)
+
+    def build(builder):
+        return builder.add(layer_type, "opset1", [builder.parameter("a", NUMPY_TO_IR[dtype], a.shape),
+                                                  builder.parameter("b", NUMPY_TO_IR[dtype], b.shape)])[0]
+    path = _ir_file(tmp_path, build)
+    feeds = {"a": a, "b": b}
+    np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], openvino_run_xml(path, feeds)["y"])
