@@ -259,11 +259,10 @@ def infer_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     start, stop, step = (inputs[i].value for i in (1, 2, 3))
     axes = inputs[4].value if len(inputs) == 5 else np.arange(0 if start is None else np.size(start))
     if any(v is None for v in (start, stop, step, axes)):
-        # Bounds computed at run time (ONNX -> IR slices pooled windows to a count read from ShapeOf): the axes
-        # not sliced keep their dims.
+        # Bounds computed at run time: the axes not sliced keep their dims.
         sliced = set(range(rank)) if axes is None else {normalize_axis(a, rank) for a in np.ravel(axes).tolist()}
-        dims = tuple(Dim.dynamic() if axis in sliced else dim for axis, dim in enumerate(data.shape))
-        return [TensorInfo(data.element_type, dims)]
+        return [TensorInfo(data.element_type, tuple(Dim.dynamic() if axis in sliced else dim
+                                                    for axis, dim in enumerate(data.shape)))]
     index = [slice(None)] * rank
     seen = set()
     for begin, end, stride, axis in zip(*(np.ravel(v).tolist() for v in (start, stop, step, axes))):
