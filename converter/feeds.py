@@ -23,6 +23,7 @@ from poolir.ir.budget import check_bytes
 from poolir.ir.errors import BudgetError, FeedError, UsageError
 from poolir.ir.model import shape_str
 from poolir.runtime import TensorSpec
+from poolir.runtime.program import by_declared_name
 
 # How `poolir run` lets a user give an input; `poolir verify` takes files of arrays only (--inputs).
 RUN_INPUT_HINT = "--input-shape {name}=... or --input {name}=FILE.npy or --inputs FILE.npz"
@@ -36,7 +37,8 @@ def fix_shapes(inputs: Sequence[TensorSpec], shapes: Mapping[str, Sequence[int]]
     (dim 0 dynamic, every other dim static) set to 1, told to `note` in one line. Inputs in `given`
     come from files: their arrays decide their shapes.
     """
-    shapes = dict(shapes or {})
+    shapes = by_declared_name(shapes or {}, inputs, source)
+    given = list(by_declared_name(dict.fromkeys(given), inputs, source))
     refuse_unknown_names(shapes, inputs, source, UsageError, "--input-shape names ")
     fixed = []
     for spec in inputs:
@@ -82,7 +84,7 @@ def complete_feeds(inputs: Sequence[TensorSpec], given: Mapping[str, np.ndarray]
     A given name the model does not declare is a FeedError; an input with dynamic dims that is not given
     is a UsageError whose message says how to give it (`hint`, with {name} filled in). Both name `source`.
     """
-    given = dict(given or {})
+    given = by_declared_name(given or {}, inputs, source)
     refuse_unknown_names(given, inputs, source, FeedError)
     feeds = {}
     for position, spec in enumerate(inputs):

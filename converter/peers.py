@@ -239,7 +239,7 @@ def _openvino_infer(model, feeds: Mapping[str, np.ndarray], output_names: Iterab
     compiled = openvino_core().compile_model(model, "CPU", OPENVINO_CPU_CONFIG)
     inputs = {}
     for port in compiled.inputs:
-        name = port.get_any_name()
+        name = next((n for n in sorted(port.get_names()) if n in feeds), port.get_any_name())  # any of its names
         array = np.require(feeds[name], requirements="C")  # keeps a 0-d feed 0-d (ascontiguousarray makes it [1])
         if array.dtype == ml_dtypes.bfloat16:
             # OpenVINO's Python API takes bfloat16 only as raw 16-bit words of a bf16 tensor ...

@@ -195,7 +195,8 @@ class IRProgram:
             raise InvalidModelError(f"the Parameter's shape {shape!r} was not parsed")
         dims = tuple(dim.value for dim in shape)
         ranged = any(not dim.is_static and (dim.min > 0 or dim.max is not None) for dim in shape)
-        self.inputs.append(TensorSpec(name, dtype_of(str(element_type)), dims, tuple(shape) if ranged else None))
+        self.inputs.append(TensorSpec(name, dtype_of(str(element_type)), dims, tuple(shape) if ranged else None,
+                                      tuple(port.names[1:])))
         self._parameters.append((name, outputs[0]))
 
     def _plan_const(self, layer: Layer, outputs: tuple[int, ...]) -> None:

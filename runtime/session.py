@@ -27,7 +27,7 @@ from poolir.ir.model import shape_str
 from poolir.runtime.ir_executor import IRProgram
 from poolir.runtime.onnx_executor import OnnxProgram
 from poolir.runtime.onnx_model import load_onnx
-from poolir.runtime.program import Program, TensorSpec
+from poolir.runtime.program import Program, TensorSpec, by_declared_name
 
 
 MODEL_SUFFIXES = {".onnx": "onnx", ".xml": "ir"}
@@ -71,7 +71,10 @@ class Session:
             observe: Callable[[str, np.ndarray], None] | None = None) -> dict[str, np.ndarray]:
         """Run the model. `observe(name, value)`, when given, is called with every tensor a node (layer) computes,
         by tensor name, in execution order and before the tensor is freed: `poolir verify` streams a network's
-        intermediates through it without holding them all. An exception it raises ends the run."""
+        intermediates through it without holding them all. An exception it raises ends the run.
+        An IR input may be fed under any of its tensor names (TensorSpec.aliases)."""
+        if isinstance(feeds, Mapping):
+            feeds = by_declared_name(feeds, self.inputs, self.source)
         self.check_feeds(feeds)
         try:
             # NaN and inf are results, not errors: inf - inf is NaN by IEEE 754 in both worlds, and numpy's
