@@ -6,9 +6,12 @@ dozens of small numpy calls per run. Such a value is the same on every run with 
 program runs those steps on the first run with a shape signature, keeps the values that the rest of the graph
 reads, and on later runs with that signature skips the steps and takes the kept values.
 
-A value is shape-derived when a Shape step computes it, or a step whose inputs are all constants or
-shape-derived (with at least one shape-derived) does: every ONNX op poolir runs is deterministic, so such a
-value is a function of the input shapes alone. Only small values are kept (a ConstantOfShape of the whole input
+A value is shape-derived when a Shape step computes it from a tensor whose shape the input shapes decide, or a
+step whose inputs are all constants or shape-derived (with at least one shape-derived) does: every ONNX op
+poolir runs is deterministic, so such a value is a function of the input shapes alone. A tensor's shape is
+decided by the input shapes unless a step on its way takes a shape from the values of a computed tensor
+(a Reshape to a target read from the data, say, or a Slice at a computed start): SHAPE_FROM_VALUES lists those
+inputs, and the Shape of such a tensor is computed on every run. Only small values are kept (a ConstantOfShape of the whole input
 is shape-derived too, but holding it between runs would cost memory): a signature with a large one is not kept,
 and its runs compute everything, as without the cache.
 """
@@ -20,6 +23,15 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 SHAPE_SOURCES = frozenset({"Shape"})
+# The inputs whose values (not only shapes) decide an op's output shape, for the ops poolir runs (every other
+# op's output shape follows from its input shapes and attributes).
+_AXES = (1,)
+SHAPE_FROM_VALUES: dict[str, tuple[int, ...]] = {
+    "ConstantOfShape": (0,), "Expand": (1,), "Pad": (1, 3), "Reshape": (1,), "Slice": (1, 2, 3, 4), "Split": (1,),
+    "Squeeze": _AXES, "Unsqueeze": _AXES, "Tile": (1,),
+    **{reduce: _AXES for reduce in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+                                    "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")},
+}
 MAX_KEPT_ELEMENTS = 4096  # per value; shape vectors and the scalars computed from them are far smaller
 MAX_SIGNATURES = 16  # a program run on ever new shapes keeps the values of the latest ones only
 
@@ -32,14 +44,19 @@ class ShapeValues:
         """`steps`: (op_type, input names, output names) in execution order."""
         constants = set(constants)
         derived: set[str] = set()
-        self.positions: frozenset[int] = frozenset()
+        value_shaped: set[str] = set()  # tensors whose shapes the values of a computed tensor decide
         positions = set()
         for position, (op_type, inputs, outputs) in enumerate(steps):
             named = [name for name in inputs if name]
-            if op_type in SHAPE_SOURCES or (any(name in derived for name in named)
-                                            and all(name in derived or name in constants for name in named)):
+            known = (name in derived or name in constants for name in named)
+            if (op_type in SHAPE_SOURCES and not value_shaped.intersection(named)) or (
+                    any(name in derived for name in named) and all(known)):
                 positions.add(position)
                 derived.update(name for name in outputs if name)
+            elif value_shaped.intersection(named) or any(
+                    index < len(inputs) and inputs[index] and inputs[index] not in derived | constants
+                    for index in SHAPE_FROM_VALUES.get(op_type, ())):
+                value_shaped.update(name for name in outputs if name)
         read_elsewhere = {name for position, (_, inputs, _) in enumerate(steps) if position not in positions
                           for name in inputs}
         self.positions = frozenset(positions)

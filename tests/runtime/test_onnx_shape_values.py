@@ -86,3 +86,27 @@ def test_an_observed_run_still_reports_every_tensor(repeat):
     session.run(feed, observe=lambda name, value: seen.setdefault(name, value))
     assert {"shape", "dim0", "grouped_shape", "flat_shape", "half", "count"} <= set(seen)
     np.testing.assert_array_equal(seen["grouped_shape"], [1, 2, 2, 5, 6])
+
+
+def test_a_shape_read_from_values_is_computed_on_every_run():
+    """Shape of a tensor reshaped to a target fed as data: equal input shapes, different shapes inside."""
+    nodes = [helper.make_node("Reshape", ["x", "target"], ["reshaped"]),
+             helper.make_node("Shape", ["reshaped"], ["inner_shape"]),
+             helper.make_node("Slice", ["inner_shape", "one", "two"], ["columns"]),
+             helper.make_node("Slice", ["x", "zero_axis", "columns", "zero_axis"], ["head"])]
+    graph = helper.make_graph(
+        nodes, "value_shaped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [12]),
+                                helper.make_tensor_value_info("target", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("inner_shape", TensorProto.INT64, None),
+         helper.make_tensor_value_info("head", TensorProto.FLOAT, None)],
+        [i64("zero_axis", [0]), i64("one", [1]), i64("two", [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    session = runtime.Session(model)
+    x = np.arange(12, dtype=np.float32)
+    for target in ([3, 4], [6, 2], [3, 4], [2, 6]):
+        feed = {"x": x, "target": np.array(target, np.int64)}
+        want = onnxruntime_run(model, feed)
+        got = session.run(feed)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name} for target {target}")
