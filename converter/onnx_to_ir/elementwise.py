@@ -67,6 +67,7 @@ def _scalar(node: OnnxNode, value, like: Value) -> Value:
 def unary(node: OnnxNode) -> list[Value]:
     """Abs, Sqrt, Floor: one IR layer each."""
     x = node.single_input()
+    node.check_element_type(x)  # Sqrt and Floor: floats only (the runtime's rows)
     node.attributes()
     (ref,) = node.add(_UNARY[node.version.op_type], [x.ref], name=node.name)
     return [Value(ref, x.element_type, x.shape)]
@@ -84,6 +85,7 @@ def neg(node: OnnxNode) -> list[Value]:
 def reciprocal(node: OnnxNode) -> list[Value]:
     """Reciprocal -> Divide(1, x), one correctly rounded IEEE division."""
     x = node.single_input()
+    node.check_element_type(x)
     node.attributes()
     return [_binary_layer(node, "Divide", _scalar(node, 1, x), x)]
 
@@ -91,6 +93,7 @@ def reciprocal(node: OnnxNode) -> list[Value]:
 def ceil(node: OnnxNode) -> list[Value]:
     """Ceil -> -Floor(-x): negation is exact, so this is ceil for every float (and keeps -0.0 for x in (-1, 0])."""
     x = node.single_input()
+    node.check_element_type(x)
     node.attributes()
     minus = _scalar(node, -1, x)
     negated = _binary_layer(node, "Multiply", x, minus, name=f"{node.name}/negate")

@@ -35,6 +35,7 @@ from poolir.ir.ops.activation import prelu_slope_on_channels
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, axis_index, builder
 from poolir.runtime.kernels.activation import (hard_sigmoid, hard_swish, hsigmoid_openvino, leaky_relu,
                                                relu_openvino, sigmoid, softmax, swish, tanh)
+from poolir.runtime.kernels.elementwise import openvino_cpu_integer_unary
 from poolir.runtime.kernels.precision import is_float
 
 
@@ -57,7 +58,16 @@ def _scalar(array: np.ndarray, what: str) -> float:
 
 @builder("ReLU")
 def _relu(info: LayerInfo) -> LayerFn:
-    return lambda args: (relu_openvino(args[0]),)
+    # Integers go through float32 in the CPU plugin like its other unary layers: i32 16777217 -> 16777216,
+    # 2147483646 -> -2147483648 (measured, OpenVINO 2026.4).
+    constant = 0 in info.constant_inputs
+
+    def run(args):
+        (x,) = args
+        if x.dtype.kind in "iu":
+            return (openvino_cpu_integer_unary(lambda w: np.maximum(w, 0), x, constant),)
+        return (relu_openvino(x),)
+    return run
 
 
 @builder("Clamp")
