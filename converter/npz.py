@@ -14,7 +14,6 @@ written like any other: poolir writes the archive with zipfile itself.
 from __future__ import annotations
 
 import math
-import os
 import zipfile
 from typing import Mapping
 

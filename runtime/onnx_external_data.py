@@ -20,7 +20,6 @@ import os
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Iterator
 
-import numpy as np
 import onnx
 
 from poolir.ir.attributes import parse_integer

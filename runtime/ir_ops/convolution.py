@@ -7,7 +7,6 @@ GroupConvolution's weights [G, M/G, C/G, *k] are the kernel's [M, C/G, *k] throu
 
 from __future__ import annotations
 
-import numpy as np
 
 from poolir.ir.errors import InvalidModelError, UsageError
 from poolir.ir.ops.convolution import conv_weight_layout, conv_windows_of

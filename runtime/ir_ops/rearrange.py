@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from poolir.ir.errors import InvalidModelError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder, int_list

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from poolir.ir.errors import UsageError
 from poolir.ir.shapes import checked_axes
 from poolir.runtime.kernels.reduction import reduce
 from poolir.runtime.onnx_ops.registry import (INT, INTS, REMOVED, Attribute, NodeContext, Step, adapter, define,

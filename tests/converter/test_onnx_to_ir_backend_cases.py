@@ -9,7 +9,6 @@ REFUSED (a PoolirError naming the node); every other case must convert and match
 from __future__ import annotations
 
 import importlib
-import re
 
 import numpy as np
 import onnx

@@ -9,7 +9,6 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper

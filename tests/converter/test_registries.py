@@ -9,7 +9,7 @@ import pytest
 
 from poolir.converter.ir_to_onnx import registry as ir_to_onnx_registry
 from poolir.converter.onnx_to_ir import registry as onnx_to_ir_registry
-from poolir.converter.registry import RegistryError, merge_families
+from poolir.converter.registry import RegistryError
 from poolir.ir.schema import SCHEMAS
 from poolir.runtime.onnx_ops import OP_VERSIONS
 

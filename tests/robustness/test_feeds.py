@@ -15,7 +15,6 @@ NaN and Inf rules (README material):
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, strategies as st
 from onnx import TensorProto, helper
 

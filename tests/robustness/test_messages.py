@@ -4,11 +4,9 @@ can break: every case a security pass found exiting 3 (internal error), lying, o
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

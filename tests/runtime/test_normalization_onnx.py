@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
 
