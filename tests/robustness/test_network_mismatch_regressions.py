@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from poolir import ir
+from poolir import ir, runtime
 from tests.peers import onnxruntime_run
 from tests.robustness.cli_check import invoke_cli, one_line_error
 
@@ -69,3 +69,36 @@ def test_an_ir_reshape_target_fed_at_run_time_is_checked_by_the_same_rule(tmp_pa
         np.savez(tmp_path / "in.npz", x=np.zeros(8, np.float32), shape=np.array(target, np.int64))
         result = invoke_cli("run", ["run", path, "--inputs", tmp_path / "in.npz"])
         one_line_error(result, path, "'reshape'", fragment)
+
+
+# -- an Add of f32 and u8 (a Cast's `to` mutated) ran in poolir's ONNX runtime as numpy promotes, where onnxruntime
+# and OpenVINO refuse the model and poolir's converter refused it too -------------------------------------------
+@pytest.mark.parametrize("op_type, count", [("Add", 2), ("Mul", 2), ("Max", 2), ("Mean", 3), ("Mod", 2),
+                                            ("Equal", 2), ("Where", 3)])
+def test_onnx_inputs_bound_to_one_type_must_share_it_as_onnxruntime_requires(tmp_path, op_type, count):
+    names = [f"i{k}" for k in range(count)]
+    types = [TensorProto.FLOAT, *[TensorProto.UINT8] * (count - 1)]
+    if op_type == "Where":
+        types = [TensorProto.BOOL, TensorProto.FLOAT, TensorProto.UINT8]
+    graph = helper.make_graph([helper.make_node(op_type, names, ["y"], name="mixed")], "g",
+                              [helper.make_tensor_value_info(n, t, [3]) for n, t in zip(names, types)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    feeds = {n: np.array([1, 2, 3], helper.tensor_dtype_to_np_dtype(t)) for n, t in zip(names, types)}
+    with pytest.raises(Exception, match="bound to different types|is invalid"):
+        onnxruntime_run(model, feeds)
+    np.savez(tmp_path / "in.npz", **feeds)
+    one_line_error(invoke_cli("run", ["run", path, "--inputs", tmp_path / "in.npz"]), path, "'mixed'",
+                   "different element types (float32, uint8)")
+
+
+def test_onnx_pow_takes_an_exponent_of_another_type_as_onnxruntime_does(tmp_path):
+    graph = helper.make_graph([helper.make_node("Pow", ["x", "e"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3]),
+                               helper.make_tensor_value_info("e", TensorProto.INT32, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    feeds = {"x": np.array([1.5, 2, 3], np.float32), "e": np.array([2, 3, -1], np.int32)}
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y"], onnxruntime_run(model, feeds)["y"])
