@@ -8,6 +8,7 @@ computed from ShapeOf, Gather and Concat, still gives static dims.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 
@@ -42,6 +43,21 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
 SHAPE_RULES = ShapeRules()
 
 
+def reshape_target_problem(requested: Sequence[int], rank: int, zero_copies: bool) -> str | None:
+    """Why a Reshape target is invalid in both worlds, or None. ONNX Reshape and OpenVINO Reshape-1 agree: one
+    value may be -1 (inferred), none below -1, and a 0 that copies the input dim (ONNX allowzero=0, IR
+    special_zero=true) must name an existing dim. onnxruntime ("Invalid dimension value: -2") and OpenVINO
+    ("Output pattern dim[0] has invalid bounds") refuse the others; numpy would read any negative value as -1."""
+    for index, value in enumerate(requested):
+        if value < -1:
+            return f"target shape value {value} is below -1 (only -1, an inferred dim, may be negative)"
+        if value == 0 and zero_copies and index >= rank:
+            return f"the 0 at index {index} of the target shape copies input dim {index}, the input has rank {rank}"
+    if list(requested).count(-1) > 1:
+        return f"target shape {list(requested)} has more than one -1"
+    return None
+
+
 @SHAPE_RULES.register("Reshape")
 def infer_reshape(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data, target = inputs
@@ -51,20 +67,17 @@ def infer_reshape(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
         rank = static_length(target, "the output rank is unknown (a dynamic-length target shape)")
         return [TensorInfo(data.element_type, dynamic_shape(rank))]
     requested = [int(v) for v in np.ravel(target.value)]
+    problem = reshape_target_problem(requested, len(data.shape), layer.attrs["special_zero"])
+    if problem:
+        raise InvalidModelError(problem)
     dims: list[Dim | None] = []
     for index, value in enumerate(requested):
         if value == 0 and layer.attrs["special_zero"]:
-            if index >= len(data.shape):
-                raise InvalidModelError(f"special_zero copies dim {index}, the input has rank {len(data.shape)}")
             dims.append(data.shape[index])
         elif value == -1:
             dims.append(None)
-        elif value < -1:
-            raise InvalidModelError(f"target shape value {value} is negative")
         else:
             dims.append(Dim.static(value))
-    if dims.count(None) > 1:
-        raise InvalidModelError(f"target shape {requested} has more than one -1")
     total = static_values(data.shape)
     if None in dims:
         # The -1 dim is (input elements) / (other output elements). Dims copied by special_zero

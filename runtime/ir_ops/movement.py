@@ -16,12 +16,7 @@ def _reshape(info):
 
     def run(args):
         x, shape = args
-        target = int_list(shape, "the target shape")
-        if special_zero:
-            target = [x.shape[i] if v == 0 else v for i, v in enumerate(target)]
-        if target.count(-1) > 1:
-            raise InvalidModelError(f"target shape {target} has more than one -1")
-        return (np.reshape(x, target),)
+        return (kernels.reshape(x, int_list(shape, "the target shape"), allowzero=not special_zero),)
 
     return run
 

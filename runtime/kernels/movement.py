@@ -1,17 +1,19 @@
 """Data movement: pad, reshape, slice and split with the semantics ONNX and OpenVINO share.
 
-Parameters are plain Python values already validated by the adapter; nothing here knows ONNX or IR
-attribute spellings."""
+Parameters are plain Python values already validated by the adapter, except a reshape target, a tensor of
+either world that reshape checks by the rule both share (ir.ops.movement.reshape_target_problem); nothing here
+knows ONNX or IR attribute spellings."""
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import math
+from typing import Sequence
 
 import numpy as np
 
 from poolir.ir.budget import check_allocation
+from poolir.ir.errors import InvalidModelError
+from poolir.ir.ops.movement import reshape_target_problem
 
 
 def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode: str = "constant",
@@ -29,6 +31,9 @@ def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode:
 def reshape(x: np.ndarray, shape: Sequence[int], allowzero: bool = False) -> np.ndarray:
     """ONNX/OpenVINO reshape: -1 is inferred; 0 copies the input dim unless allowzero (special_zero=false)."""
     target = [int(s) for s in shape]
+    problem = reshape_target_problem(target, x.ndim, not allowzero)
+    if problem:
+        raise InvalidModelError(problem)
     if not allowzero:
         target = [x.shape[i] if s == 0 else s for i, s in enumerate(target)]
     return np.reshape(x, target)

@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import onnx
 
-from poolir.ir.errors import UsageError
+from poolir.ir.errors import InvalidModelError, UsageError
 from poolir.runtime.onnx_ops.registry import OnnxOpVersion
 
 F16, BF16, F32, F64 = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32),
@@ -25,6 +25,16 @@ def check_dtype(version: OnnxOpVersion, dtype: np.dtype) -> None:
     if version.dtypes is not None and np.dtype(dtype) not in version.dtypes:
         allowed = ", ".join(sorted(_type_name(t) for t in version.dtypes))
         raise UsageError(f"input type {_type_name(dtype)} is not allowed for {version.label} (allowed: {allowed})")
+
+
+def check_one_type(version: OnnxOpVersion, arrays) -> None:
+    """Raise InvalidModelError unless `arrays` share one dtype: the spec binds them to one type T. numpy would
+    promote (f32 + u8 is f32) where onnxruntime refuses the model ("Type parameter (T) of Optype (Add) bound to
+    different types") and OpenVINO's frontend too ("Arguments do not have the same element type")."""
+    kinds = list(dict.fromkeys(np.dtype(a.dtype) for a in arrays))
+    if len(kinds) > 1:
+        raise InvalidModelError(f"{version.label} inputs have different element types "
+                                f"({', '.join(_type_name(k) for k in kinds)}); the spec binds them to one type T")
 
 
 def _type_name(dtype) -> str:

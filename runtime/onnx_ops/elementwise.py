@@ -2,8 +2,8 @@
 Cast/CastLike and Identity: version rows and adapters onto numpy and runtime.kernels.elementwise (Relu and
 Clip are activations: activation.py).
 
-Element types are not restricted when these ops run (numpy computes any of them), except where a row names its
-types: Floor, Ceil, Sqrt, Exp, Log and Reciprocal take floats only (their spec; onnxruntime refuses an integer
+Element types are not restricted when these ops run (numpy computes any of them), except that inputs the spec
+binds to one type T must share it (element_types.check_one_type), and where a row names its types: Floor, Ceil, Sqrt, Exp, Log and Reciprocal take floats only (their spec; onnxruntime refuses an integer
 model). The comparison rows carry the spec's type constraints all the same, for the IR -> ONNX converter, which
 must not write a type an opset does not allow: Equal-7 takes bool, int32 and int64 only (numbers from 11,
 bfloat16 from 13), Less and Greater-7 floats only (every number from 9, bfloat16 from 13). Versions before an
@@ -18,7 +18,8 @@ from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype
-from poolir.runtime.onnx_ops.element_types import BF16, BOOL, FLOAT_TYPES, NUMERIC_TYPES, check_dtype, onnx_dtype
+from poolir.runtime.onnx_ops.element_types import (BF16, BOOL, FLOAT_TYPES, NUMERIC_TYPES, check_dtype,
+                                                   check_one_type, onnx_dtype)
 from poolir.runtime.onnx_ops.registry import INT, STRING, Attribute, NodeContext, Step, adapter, define
 
 for _op in ("Abs", "Neg"):
@@ -93,8 +94,12 @@ def plan_binary(ctx: NodeContext) -> Step:
     function = _BINARY[ctx.version.op_type]
     keep_type = ctx.version.op_type in _KEEP_TYPE
     op_type = ctx.version.op_type
+    version = ctx.version
+    one_type = op_type != "Pow"  # Pow alone takes an exponent of another type (T1)
 
     def run(a, b):
+        if one_type:
+            check_one_type(version, (a, b))
         check_broadcast((a, b))
         if op_type == "Div":
             _refuse_integer_division_by_zero(op_type, b)
@@ -106,8 +111,10 @@ def plan_binary(ctx: NodeContext) -> Step:
 @adapter("Max", "Min", "Sum", "Mean")
 def plan_variadic(ctx: NodeContext) -> Step:
     op_type = ctx.version.op_type
+    version = ctx.version
 
     def run(*xs):
+        check_one_type(version, xs)
         check_broadcast(xs)
         if op_type == "Mean":
             work = accumulation_dtype(xs[0].dtype)
@@ -124,8 +131,10 @@ def plan_variadic(ctx: NodeContext) -> Step:
 @adapter("Mod")
 def plan_mod(ctx: NodeContext) -> Step:
     fmod = bool(ctx.attrs.get("fmod", 0))
+    version = ctx.version
 
     def run(a, b):
+        check_one_type(version, (a, b))
         check_broadcast((a, b))
         _refuse_integer_division_by_zero("Mod", b)
         return (modulo(a, b, fmod),)
@@ -134,9 +143,12 @@ def plan_mod(ctx: NodeContext) -> Step:
 
 @adapter("Where")
 def plan_where(ctx: NodeContext) -> Step:
+    version = ctx.version
+
     def run(c, a, b):
         if c.dtype != np.bool_:  # the spec's condition is a bool tensor: np.where would take any truthiness
             raise UsageError(f"the condition (input 0) must be bool, not {c.dtype}")
+        check_one_type(version, (a, b))
         check_broadcast((c, a, b))
         return (np.where(c, a, b),)
     if ctx.input_types and ctx.input_types[0] is not None and ctx.input_types[0] != np.bool_:
