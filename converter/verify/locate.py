@@ -115,6 +115,9 @@ class NodeInfo:
     op: str  # the ONNX op version ("AveragePool-11"), or IR type-version ("AvgPool-opset1")
     attributes: dict[str, Any]
     inputs: tuple[str, ...]  # tensor names ("" for an omitted optional input or an unnamed IR port)
+    # the nearest named tensors the node is computed from: its inputs, or for an unnamed IR port (OpenVINO names
+    # few; IR v10 none) the named tensors behind it, so that the search still reaches what lies upstream
+    upstream: tuple[str, ...] = ()
 
 
 def graph_nodes(model) -> dict[str, NodeInfo]:
@@ -130,11 +133,12 @@ def graph_nodes(model) -> dict[str, NodeInfo]:
             version = onnx_ops.op_version(node.op_type, opset) if not node.domain else None
             info = NodeInfo(node.name or f"#{index}", version.label if version is not None else node.op_type,
                             {a.name: _attribute_text(onnx.helper.get_attribute_value(a)) for a in node.attribute},
-                            tuple(node.input))
+                            tuple(node.input), tuple(node.input))
             nodes.update((name, info) for name in node.output if name)
         return nodes
     producers = {(edge.to_layer, edge.to_port): (edge.from_layer, edge.from_port) for edge in model.edges}
     layers = {layer.id: layer for layer in model.layers}
+    upstream = _named_upstream(model.layers, layers, producers)
     for layer in model.layers:
         if layer.type in ("Parameter", "Const", "Result"):
             continue
@@ -144,9 +148,40 @@ def graph_nodes(model) -> dict[str, NodeInfo]:
             names = layers[source[0]].port(source[1]).names if source else ()
             inputs.append(names[0] if names else "")
         info = NodeInfo(layer.name, f"{layer.type}-{layer.version}",
-                        {k: _attribute_text(v) for k, v in layer.attrs.items()}, tuple(inputs))
+                        {k: _attribute_text(v) for k, v in layer.attrs.items()}, tuple(inputs), upstream[layer.id])
         nodes.update((name, info) for port in layer.outputs for name in port.names)
     return nodes
+
+
+def _named_upstream(ordered, layers, producers) -> dict[int, tuple[str, ...]]:
+    """Layer id -> the nearest named tensors its inputs are computed from (an input's own name when its port
+    has one, else what its producer's inputs are computed from). Iterative: an unnamed chain is as long as the
+    network (IR v10 names nothing)."""
+    found: dict[int, tuple[str, ...]] = {}
+
+    def sources(layer_id: int) -> list[tuple[int, int]]:
+        return [s for s in (producers.get((layer_id, port.id)) for port in layers[layer_id].inputs) if s]
+
+    for start in ordered:
+        stack, entered = [start.id], set()
+        while stack:
+            layer_id = stack[-1]
+            if layer_id in found:
+                stack.pop()
+                continue
+            unnamed = [source for source, port in sources(layer_id) if not layers[source].port(port).names
+                       and source not in found and source not in entered]  # `entered`: a cycle ends here
+            if unnamed and layer_id not in entered:
+                entered.add(layer_id)
+                stack.extend(unnamed)
+                continue
+            stack.pop()
+            names: dict[str, None] = {}
+            for source, port in sources(layer_id):
+                own = layers[source].port(port).names
+                names.update(dict.fromkeys(own[:1] if own else found.get(source, ())))
+            found[layer_id] = tuple(names)
+    return found
 
 
 def _attribute_text(value: Any) -> Any:
@@ -279,7 +314,7 @@ def _ancestors(nodes: Mapping[str, NodeInfo], outputs: Sequence[str]) -> set[str
         seen.add(name)
         node = nodes.get(name)
         if node is not None:
-            pending.extend(i for i in node.inputs if i and i not in seen)
+            pending.extend(i for i in node.upstream if i and i not in seen)
     return seen
 
 

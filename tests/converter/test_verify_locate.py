@@ -5,11 +5,15 @@ where a test says), so each case fixes exactly where a path differs and why."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
+from click.testing import CliRunner
 from onnx import TensorProto, helper
 
-from poolir import runtime
+from poolir import ir, runtime
+from poolir.converter.cli import main
 from poolir.converter.verify.locate import Probe, locate, runtime_probe
 
 
@@ -109,3 +113,40 @@ def test_light_squeezenet_softmax_is_reported_amplified(tmp_path):
     for divergence in divergences:
         assert divergence["node"]["op"] == "Softmax-1", divergence
         assert divergence["node"]["amplified"] is True, divergence
+
+
+def _ir_with_an_unnamed_port():
+    """x -> Add(bias) 'biased' -> ReLU 'relu' -> Multiply(2) (an unnamed port, as OpenVINO leaves most) -> Add(1)
+    'y'. The bias holds a NaN: ReLU makes it 0 in IR (OpenVINO) and keeps it in ONNX."""
+    b = ir.GraphBuilder("unnamed")
+    x = b.parameter("x", "f32", (1, 4))
+    bias = b.const(np.array([[0.5, np.nan, -2.0, 1.0]], np.float32))
+    (biased,) = b.add("Add", "opset1", [x, bias], {"auto_broadcast": "numpy"}, name="bias", output_names=["biased"])
+    (relu,) = b.add("ReLU", "opset1", [biased], name="relu", output_names=["relu"])
+    (doubled,) = b.add("Multiply", "opset1", [relu, b.const(np.float32(2))], {"auto_broadcast": "numpy"},
+                       name="double")
+    (y,) = b.add("Add", "opset1", [doubled, b.const(np.float32(1))], {"auto_broadcast": "numpy"}, name="plus_one",
+                 output_names=["y"])
+    b.result(y, "y")
+    return b.build()
+
+
+def test_an_unnamed_ir_port_does_not_hide_the_tensors_behind_it():
+    model = _ir_with_an_unnamed_port()
+    feeds = {"x": np.array([[1.0, 2.0, 3.0, -4.0]], np.float32)}
+    tensors = _reference_tensors(model, feeds)
+    assert tensors["relu"][0, 1] == 0 and "y" in tensors  # OpenVINO's ReLU(NaN)
+    tensors["relu"] = np.where(np.isnan(tensors["biased"]), np.float32(np.nan), tensors["relu"])  # ONNX's Relu
+    tensors["y"] = tensors["relu"] * 2 + 1
+    location = locate(runtime_probe(lambda: model, feeds, keep=True), model, "peer(ir->onnx)", _path(tensors),
+                      feeds, outputs=["y"])
+    assert (location.divergence.node, location.compared) == ("relu", 1)  # 'biased' agreed, 'relu' differs
+
+
+def test_verify_names_the_relu_behind_an_unnamed_ir_port(tmp_path):
+    path = tmp_path / "m.xml"
+    ir.write_model(_ir_with_an_unnamed_port(), path)
+    result = CliRunner().invoke(main, ["verify", str(path), "--json"])
+    (model,) = json.loads(result.stdout)["models"]
+    (divergence,) = model["divergences"]
+    assert (divergence["path"], divergence["node"]["name"]) == ("runtime(ir->onnx)", "relu")
