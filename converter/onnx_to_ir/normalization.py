@@ -7,7 +7,9 @@ runtime/onnx_ops/normalization.py):
   are data, gamma, beta, mean, variance (version 1 orders them gamma, beta, data, ...). Statistics of
   another float type than X (BatchNormalization-15's T1, T2) are converted to X's type first. spatial=0
   (statistics of shape C x D1 .. Dn) becomes Subtract, Add, Sqrt, Divide, Multiply, Add with numpy
-  broadcasting. Training-mode nodes and their extra outputs are refused (runtime.onnx_ops.inference_problem).
+  broadcasting, and so does an epsilon OpenVINO's BatchNormInference refuses (negative, NaN, above the
+  largest f32), with the statistics reshaped to C x 1 .. 1. Training-mode nodes and their extra outputs are
+  refused (runtime.onnx_ops.inference_problem).
 - LRN: OpenVINO's LRN over axes [1] scales alpha by 1/size like ONNX, but its window is symmetric,
   [c - floor((size-1)/2), c + floor((size-1)/2)]: an even ONNX size (extra element after c) has no LRN
   equivalent and is refused. OpenVINO's CPU plugin truncates bias to an integer, so a non-integer bias
@@ -25,6 +27,7 @@ import numpy as np
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.ir.ops.normalization import batch_norm_epsilon_ok
 from poolir.runtime.onnx_ops.normalization import (dropout_mask_dtype, inference_problem, lrn_window,
                                                    training_mode_problem)
 
@@ -51,9 +54,16 @@ def batch_norm(node: OnnxNode) -> list[Value]:
             ref = node.add("Convert", [ref], {"destination_type": x.element_type}, f"{node.name}/{what}")[0]
         stats.append(ref)
     epsilon = attrs["epsilon"]
-    if per_channel:
+    if per_channel and batch_norm_epsilon_ok(epsilon):
         ref = node.add("BatchNormInference", [x.ref, *stats], {"epsilon": epsilon}, node.name, newest=True)[0]
         return [Value(ref, x.element_type, x.shape)]
+    if per_channel:
+        # An epsilon BatchNormInference refuses (negative, NaN, past f32): the formula's own layers, with the
+        # statistics as [C, 1, .., 1] so that they broadcast along axis 1, keep ONNX's meaning (NaN where
+        # var + epsilon < 0).
+        target = node.const([-1] + [1] * (rank - 2), "i64")
+        stats = [node.add("Reshape", [ref, target], {"special_zero": False}, f"{node.name}/{what}_per_channel")[0]
+                 for ref, what in zip(stats, ("scale", "B", "mean", "var"))]
     scale_ref, bias_ref, mean_ref, var_ref = stats
     numpy = {"auto_broadcast": "numpy"}
     centred = node.add("Subtract", [x.ref, mean_ref], numpy, f"{node.name}/centred")[0]

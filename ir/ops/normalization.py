@@ -28,12 +28,16 @@ BN_PORTS: dict[int, tuple[int, int, int, int, int]] = {1: (2, 0, 1, 3, 4), 5: (0
 _F32_MAX = 3.4028234663852886e38
 
 
+def batch_norm_epsilon_ok(epsilon: float) -> bool:
+    """Whether OpenVINO 2026.4 takes this BatchNormInference epsilon: it reads it as a double and refuses NaN
+    and negatives ("must be non negative value"); its CPU plugin then adds it to the variance as an f32
+    Constant, and refuses inf and anything above the largest f32 ("inf assigned value out of range for f32")."""
+    return 0 <= epsilon <= _F32_MAX  # NaN fails too
+
+
 def _check_epsilon(attrs: Mapping[str, Any]) -> None:
-    """OpenVINO 2026.4 reads epsilon as a double and refuses NaN and negatives ("must be non negative value");
-    its CPU plugin then adds it to the variance as an f32 Constant, and refuses inf and anything above the
-    largest f32 ("inf assigned value out of range for f32"): such a layer never runs there."""
     epsilon = attrs.get("epsilon")
-    if epsilon is not None and not 0 <= epsilon <= _F32_MAX:  # NaN fails too
+    if epsilon is not None and not batch_norm_epsilon_ok(epsilon):
         raise UsageError(f"attribute 'epsilon' = {epsilon!r}: must be >= 0 and at most the largest f32 "
                          f"({_F32_MAX:.8g})")
 

@@ -202,3 +202,22 @@ def test_dropout_with_training_mode_from_a_graph_input_is_refused():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
     with pytest.raises(PoolirError, match="not a constant"):
         converter.onnx_to_ir(model)
+
+
+@pytest.mark.parametrize("epsilon", [-1.5, float("nan")])
+def test_batch_norm_epsilon_openvino_refuses_converts_to_the_formula(epsilon, tmp_path):
+    """A negative or NaN epsilon is legal ONNX, but OpenVINO's BatchNormInference refuses it: the conversion
+    writes the formula's own layers. Oracle: the spec's formula in float64 (onnxruntime gives NaN everywhere
+    for a negative epsilon, even where var + epsilon > 0), run by OpenVINO on poolir's IR."""
+    rng = np.random.default_rng(7)
+    model = _bn(15, rng, epsilon=epsilon)
+    stats = {init.name: numpy_helper.to_array(init).astype(np.float64).reshape(1, -1, 1, 1)
+             for init in model.graph.initializer}
+    feeds = _feeds(0, model)
+    want = ((feeds["x"] - stats["mean"]) / np.sqrt(stats["var"] + np.float32(epsilon)) * stats["scale"]
+            + stats["bias"])
+    assert epsilon != epsilon or (np.isfinite(want).any() and np.isnan(want).any())  # var + eps on both sides of 0
+    path = tmp_path / "m.xml"
+    ir.write_model(converter.onnx_to_ir(model), path)
+    got = openvino_run_xml(path, feeds, ["y"])["y"]
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)
