@@ -66,6 +66,7 @@ class Session:
         self.outputs: list[str] = list(self._program.outputs)
         self._expected = {spec.name: spec for spec in self.inputs}
         self._expected_names = ", ".join(repr(spec.name) for spec in self.inputs) or "none"
+        self._aliased = any(spec.aliases for spec in self.inputs)  # only IR inputs have further names
 
     def run(self, feeds: Mapping[str, np.ndarray],
             observe: Callable[[str, np.ndarray], None] | None = None) -> dict[str, np.ndarray]:
@@ -73,7 +74,7 @@ class Session:
         by tensor name, in execution order and before the tensor is freed: `poolir verify` streams a network's
         intermediates through it without holding them all. An exception it raises ends the run.
         An IR input may be fed under any of its tensor names (TensorSpec.aliases)."""
-        if isinstance(feeds, Mapping):
+        if self._aliased and isinstance(feeds, Mapping):
             feeds = by_declared_name(feeds, self.inputs, self.source)
         self.check_feeds(feeds)
         try:

@@ -3,8 +3,8 @@ Cast/CastLike and Identity: version rows and adapters onto numpy and runtime.ker
 Clip are activations: activation.py).
 
 Element types are not restricted when these ops run (numpy computes any of them), except that inputs the spec
-binds to one type T must share it (element_types.check_one_type), and where a row names its types: Floor, Ceil, Sqrt, Exp, Log and Reciprocal take floats only (their spec; onnxruntime refuses an integer
-model). The comparison rows carry the spec's type constraints all the same, for the IR -> ONNX converter, which
+binds to one type T must share it (element_types.check_one_type), and where a row names its types: Floor, Ceil,
+Sqrt, Exp, Log and Reciprocal take floats only (their spec; onnxruntime refuses an integer model). The comparison rows carry the spec's type constraints all the same, for the IR -> ONNX converter, which
 must not write a type an opset does not allow: Equal-7 takes bool, int32 and int64 only (numbers from 11,
 bfloat16 from 13), Less and Greater-7 floats only (every number from 9, bfloat16 from 13). Versions before an
 op's first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) and are unsupported.
