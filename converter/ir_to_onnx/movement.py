@@ -16,6 +16,7 @@ from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
 from poolir.ir.shapes import TensorInfo
 from poolir.ir.model import Layer
+from poolir.runtime.kernels.movement import padding_sources
 from poolir.runtime.onnx_ops import first_opset, first_opset_with
 
 _INT64_MAX, _INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -128,9 +129,10 @@ def _squeeze_like(op_type: str) -> Callable[[Context, Layer], None]:
 
 
 def pad(context: Context, layer: Layer) -> None:
+    """IR Pad -> ONNX Pad. OpenVINO's Pad-12 pads the whole input and crops after (negative pads), ONNX crops first;
+    they part where a reflection reaches a cropped element, so a crop is a Slice after the Pad of the positive
+    amounts. symmetric, which ONNX lacks, is a Gather per padded axis of the positions np.pad copies."""
     mode = layer.attrs["pad_mode"]
-    if mode == "symmetric":
-        raise ConversionError("pad_mode symmetric has no ONNX Pad mode")
     begin = context.constant_ints(layer, 1, "pads_begin")
     end = context.constant_ints(layer, 2, "pads_end")
     value = None
@@ -139,11 +141,45 @@ def pad(context: Context, layer: Layer) -> None:
             np.zeros((), dtype_of(context.input_info(layer, 0).element_type))
         if value is None:
             raise ConversionError("the pad value is not constant")
-    if has_attribute("Pad", context.opset, "pads") and min(begin + end) < 0:
-        # Negative pads (cropping) are allowed from the version that takes pads as an input.
-        since = first_opset_where("Pad", lambda row: "pads" not in row.attributes)
-        raise ConversionError(f"negative pads need ONNX Pad-{since} (requested opset {context.opset})")
-    pad_node(context, context.input(layer, 0), begin + end, mode, value, layer.name, context.name_output(layer, 0))
+    output = context.name_output(layer, 0)
+    crops = min(begin + end) < 0
+    grown = [max(0, p) for p in begin + end]
+    padded = context.input(layer, 0)
+    if any(grown) or not crops:
+        target = None if crops else output
+        if mode == "symmetric":
+            padded = _symmetric_pad(context, layer, padded, grown, target)
+        else:
+            padded = pad_node(context, padded, grown, mode, value, layer.name, target)
+    if crops:
+        _check_slice_inputs(context, "Pad with negative pads (a crop)")
+        axes = [axis for axis, (b, e) in enumerate(zip(begin, end)) if b < 0 or e < 0]
+        starts = [max(0, -begin[axis]) for axis in axes]
+        stops = [end[axis] if end[axis] < 0 else _INT64_MAX for axis in axes]
+        base = f"{layer.name}/crop"
+        context.node_into("Slice", [padded, context.int64s(starts, f"{base}/starts"),
+                                    context.int64s(stops, f"{base}/ends"), context.int64s(axes, f"{base}/axes")],
+                          [output], layer.name)
+
+
+def _symmetric_pad(context: Context, layer: Layer, source: str, pads: list[int], output: str | None) -> str:
+    shape = context.input_info(layer, 0).shape
+    rank = len(shape)
+    padded = [axis for axis in range(rank) if pads[axis] or pads[axis + rank]]
+    if not padded and output:
+        context.node_into("Identity", [source], [output], layer.name)
+        return output
+    for number, axis in enumerate(padded):
+        if not shape[axis].is_static:
+            raise ConversionError(f"pad_mode symmetric on axis {axis} of dynamic length (ONNX Pad has no symmetric "
+                                  "mode; it is converted as a Gather of known positions)")
+        indices = padding_sources(shape[axis].min, pads[axis], pads[axis + rank], "symmetric")
+        base = f"{layer.name}/axis{axis}"
+        target = output if number == len(padded) - 1 and output else context.fresh(base)
+        context.node_into("Gather", [source, context.int64s(indices, f"{base}/positions")], [target], base,
+                          axis=axis)
+        source = target
+    return source
 
 
 def shape_of(context: Context, layer: Layer) -> None:

@@ -31,7 +31,7 @@ from poolir.converter.onnx_to_ir.node import OnnxNode, Value, value_of
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
 from poolir.runtime import onnx_ops
-from poolir.runtime.kernels.movement import even_split_sizes
+from poolir.runtime.kernels.movement import even_split_sizes, padding_sources
 from poolir.runtime.onnx_ops.movement import num_outputs_problem
 from poolir.ir.shapes import checked_axes, checked_axis
 
@@ -298,12 +298,17 @@ def constant_of_shape(node: OnnxNode) -> list[Value]:
     return node.layer("Broadcast", [fill_value, target], {"mode": "numpy"}, name=node.name)
 
 
-_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge"}
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
 
 
 def pad(node: OnnxNode) -> list[Value]:
-    """Pad-2 (pads and value attributes), Pad-11+ (pads, constant_value inputs; axes from 18). ONNX reflect
-    and edge are IR reflect and edge; ONNX wrap (opset 19) has no IR pad mode and is refused."""
+    """Pad-2 (pads and value attributes), Pad-11+ (pads, constant_value inputs; axes from 18).
+
+    ONNX crops first (negative pads; onnxruntime slices before it pads), so a crop is an IR Slice before the Pad
+    of the positive amounts. IR Pad has constant, edge and reflect, with reflect pads < the dim; ONNX wrap
+    (opset 19), and reflect reaching past the far edge of a static axis (poolir reflects again, as onnx.reference's
+    np.pad), are a Gather per padded axis of the source positions np.pad gives (`padding_sources`). Reflect on a
+    dynamic axis stays an IR Pad: exact wherever OpenVINO runs it (it refuses pads >= the dim at run time)."""
     attrs = node.attributes()
     if _by_attribute(node, "pads"):
         x, pads_input, given, axes_input = node.checked_inputs(1, 1) + [None] * 3
@@ -312,7 +317,7 @@ def pad(node: OnnxNode) -> list[Value]:
     rank = len(x.shape)
     mode = attrs.get("mode", "constant")
     if mode not in _PAD_MODES:
-        raise ConversionError(f"Pad mode {mode!r} has no IR equivalent (IR modes: constant, edge, reflect)")
+        raise InvalidModelError(f"Pad mode {mode!r} is not one of constant, reflect, edge, wrap")
     if "pads" in attrs:
         pads = list(attrs["pads"])
         fill = np.asarray(attrs.get("value", 0.0))
@@ -331,13 +336,48 @@ def pad(node: OnnxNode) -> list[Value]:
             pads = full
     if len(pads) != 2 * rank:
         raise InvalidModelError(f"pads has {len(pads)} values for rank {rank} (expected {2 * rank})")
-    if any(p < 0 for p in pads):
-        raise ConversionError(f"negative pads {pads} (cropping) are not converted")
-    inputs = [x, _i64(node, pads[:rank]), _i64(node, pads[rank:])]
+    begin, end = pads[:rank], pads[rank:]
+    if min(pads) < 0:
+        grows = max(pads) > 0
+        x = _cropped(node, x, begin, end, f"{node.name}/cropped" if grows else node.name)
+        if not grows:
+            return [x]
+        begin, end = [max(0, p) for p in begin], [max(0, p) for p in end]
+    dims = [x.shape[axis] for axis in range(rank)]
+    if mode == "wrap" or mode == "reflect" and any(
+            d is not None and max(b, e) >= d > 0 for b, e, d in zip(begin, end, dims)):
+        return _padded_by_gather(node, x, begin, end, mode)
+    inputs = [x, _i64(node, begin), _i64(node, end)]
     if mode == "constant":
         fill_array = np.asarray(fill).astype(dtype_of(x.element_type))
         inputs.append(Value(node.const(fill_array), x.element_type, ()))
     return node.layer("Pad", inputs, {"pad_mode": _PAD_MODES[mode]}, name=node.name)
+
+
+def _cropped(node: OnnxNode, x: Value, begin: list[int], end: list[int], name: str) -> Value:
+    """x without the elements negative pads remove: Slice-8 from -begin to -end on each cropped axis."""
+    axes = [axis for axis, (b, e) in enumerate(zip(begin, end)) if b < 0 or e < 0]
+    starts = [max(0, -begin[axis]) for axis in axes]
+    stops = [end[axis] if end[axis] < 0 else np.iinfo(np.int64).max for axis in axes]
+    return node.layer("Slice", [x, _i64(node, starts), _i64(node, stops), _i64(node, [1] * len(axes)),
+                                _i64(node, axes)], name=name)[0]
+
+
+def _padded_by_gather(node: OnnxNode, x: Value, begin: list[int], end: list[int], mode: str) -> list[Value]:
+    """Each padded axis as a Gather of the positions it copies: exact for any mode np.pad has, static dims only."""
+    padded = [axis for axis, (b, e) in enumerate(zip(begin, end)) if b or e]
+    for number, axis in enumerate(padded):
+        length = x.shape[axis]
+        if length is None:
+            raise ConversionError(f"Pad mode {mode} on axis {axis} of dynamic length has no IR equivalent (IR Pad "
+                                  "has no wrap, and reflects only pads shorter than the axis); --input-shape fixes it")
+        if length == 0:
+            raise InvalidModelError(f"Pad mode {mode} of axis {axis}, which is empty after the crop")
+        indices = padding_sources(length, begin[axis], end[axis], mode)
+        last = number == len(padded) - 1
+        x = node.layer("Gather", [x, _i64(node, indices), _i64(node, axis)], {"batch_dims": 0},
+                       name=node.name if last else f"{node.name}/axis{axis}", newest=True)[0]
+    return [x]
 
 
 CONVERTERS = {

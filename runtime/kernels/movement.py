@@ -17,15 +17,35 @@ from poolir.ir.ops.movement import reshape_target_problem
 
 
 def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode: str = "constant",
-        value=0) -> np.ndarray:
-    """Pad every axis by (begin, end); negative amounts crop. mode: constant, reflect, edge, wrap."""
-    crop = tuple(slice(max(0, -b), x.shape[i] - max(0, -e)) for i, (b, e) in enumerate(zip(pads_begin, pads_end)))
-    x = x[crop]
+        value=0, *, crop_first: bool = True) -> np.ndarray:
+    """Pad every axis by (begin, end); negative amounts crop. mode: constant, reflect, edge, wrap, symmetric.
+
+    The worlds crop at different times, which matters where a reflection reaches the cropped part: ONNX
+    (onnxruntime's pad.cc slices first) crops before padding, OpenVINO Pad-12 (crop_first=False) pads the whole
+    input and crops after: x = [1, 2, 3, 4], reflect, begin 3, end -2 gives [2, 1, 2, 1, 2] in ONNX and
+    [4, 3, 2, 1, 2] in OpenVINO."""
+    for axis, (n, b, e) in enumerate(zip(x.shape, pads_begin, pads_end)):
+        if n + b + e < 0:
+            raise InvalidModelError(f"pads {b}, {e} crop axis {axis} of size {n} below zero")
+    crop = tuple(slice(max(0, -b), n - max(0, -e)) for n, b, e in zip(x.shape, pads_begin, pads_end))
     widths = [(max(0, int(b)), max(0, int(e))) for b, e in zip(pads_begin, pads_end)]
+    if crop_first:
+        x = x[crop]
+    else:
+        crop = tuple(slice(c.start, c.start + n + int(b) + int(e)) for n, b, e, c in zip(x.shape, pads_begin, pads_end,
+                                                                                      crop))
     check_allocation([n + b + e for n, (b, e) in zip(x.shape, widths)], x.itemsize, "the padded output")
     if mode == "constant":
-        return np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
-    return np.pad(x, widths, mode=mode)
+        padded = np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
+    else:
+        padded = np.pad(x, widths, mode=mode)
+    return padded if crop_first else np.ascontiguousarray(padded[crop])
+
+
+def padding_sources(length: int, begin: int, end: int, mode: str) -> np.ndarray:
+    """The input position each position of a 1-D pad of `length` by (begin, end) >= 0 copies, by np.pad's rule
+    for `mode` (reflect, edge, wrap, symmetric), as int64: reflect [0, 1, 2] by (2, 1) reads [2, 1, 0, 1, 2, 1]."""
+    return np.pad(np.arange(length, dtype=np.int64), (begin, end), mode=mode)
 
 
 def reshape(x: np.ndarray, shape: Sequence[int], allowzero: bool = False) -> np.ndarray:

@@ -328,13 +328,6 @@ def test_pad(mode, opset, tmp_path):
     check(model, tmp_path)
 
 
-def test_pad_wrap_refused():
-    init = [numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "x1")]
-    model = single("Pad", [(T.FLOAT, (2, 3)), (T.INT64, (4,))], opset=19, initializers=init, mode="wrap")
-    with pytest.raises(ConversionError, match="wrap"):
-        onnx_to_ir(model)
-
-
 # -- reduction --------------------------------------------------------------------------------------------
 
 REDUCE_OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
