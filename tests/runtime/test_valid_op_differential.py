@@ -85,3 +85,14 @@ def test_slice_negative_step_to_int_max(tmp_path):
     model = node_model("Slice", 13, feeds, constants, inputs=["x", "starts", "ends", "", "steps"])
     assert onnxruntime_run(model, feeds)["y0"].tolist() == [0.0]  # onnxruntime's reading, pinned
     in_both_worlds(model, feeds, tmp_path, expected={"y0": np.zeros(0, np.float32)})
+
+
+# -- HardSwish in float64: its alpha is the f32 attribute of its function body, HardSigmoid<alpha =
+# 0.16666667163372>; poolir used 1/6 in f64 (HardSwish(1.0) = 0.6666666666666666, onnxruntime 0.6666666716337204).
+
+def test_hard_swish_float64_alpha_is_f32():
+    feeds = {"x": np.array([1.0, -2.5, 2.0, 0.1], np.float64)}
+    model = node_model("HardSwish", 18, feeds)  # onnxruntime has no f64 HardSigmoid-22 to expand HardSwish-22 into
+    expected = onnxruntime_run(model, feeds)["y0"]
+    assert expected[0] == 0.6666666716337204
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y0"], expected)
