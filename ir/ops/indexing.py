@@ -31,6 +31,20 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
 SHAPE_RULES = ShapeRules()
 
 
+def slice_bounds(start: int, end: int, step: int, length: int) -> slice:
+    """The Python slice that selects, on an axis of `length`, what ONNX Slice and OpenVINO Slice-8 select.
+
+    ONNX Slice-13's wording: a negative start or end counts from the end; then for a positive step both are
+    clamped to [0, length], for a negative step start to [0, length - 1] and end to [-1, length - 1] (-1: down
+    to index 0 included). Python's slicing clamps alike, except a negative step whose start lies before the
+    axis (start < -length): Python selects nothing, the spec starts at index 0 (x[-9:-9:-1] of 4 elements is
+    [x[0]]). OpenVINO 2026.4 and onnxruntime 1.31 select x[0] too (onnx.reference follows Python).
+    """
+    if step < 0 and start < -length:
+        start = 0
+    return slice(start, end, step)
+
+
 def _indexed_shape(data: TensorInfo, index) -> Shape | None:
     """The shape numpy gives for `index` on a static shape, without allocating (a zero-stride view)."""
     values = static_values(data.shape)
@@ -63,14 +77,14 @@ def infer_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
         if axis in seen:  # OpenVINO: "Slice values in `axes` input must be unique" (ONNX Slice: the same)
             raise InvalidModelError(f"the Slice axes {np.ravel(axes).tolist()} name axis {axis} twice")
         seen.add(axis)
-        index[axis] = slice(begin, end, stride)
+        index[axis] = slice_bounds(begin, end, stride, data.shape[axis].min if data.shape[axis].is_static else 0)
     shape = _indexed_shape(data, tuple(index))
     if shape is None:
         dims = list(data.shape)
         for begin, end, stride, axis in zip(*(np.ravel(v).tolist() for v in (start, stop, step, axes))):
             axis = normalize_axis(axis, rank)
             dim = dims[axis]
-            dims[axis] = (Dim.static(len(range(*slice(begin, end, stride).indices(dim.min)))) if dim.is_static
+            dims[axis] = (Dim.static(len(range(*index[axis].indices(dim.min)))) if dim.is_static
                           else Dim.dynamic())
         shape = tuple(dims)
     value = data.value[tuple(index)] if data.value is not None else None

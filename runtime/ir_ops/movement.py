@@ -101,12 +101,7 @@ def _slice(info):
         x = args[0]
         starts, stops, steps = (int_list(a, n) for a, n in zip(args[1:4], ("start", "stop", "step")))
         axes = int_list(args[4], "axes") if len(args) > 4 else list(range(len(starts)))
-        if 0 in steps:
-            raise InvalidModelError("step 0 is not allowed")
-        index = [slice(None)] * x.ndim
-        for axis, start, stop, step in zip(axes, starts, stops, steps):
-            index[axis_index(axis, x.ndim)] = slice(start, stop, step)  # Python slicing clamps like Slice-8
-        return (x[tuple(index)],)
+        return (kernels.slice_axes(x, starts, stops, axes, steps),)
 
     return run
 

@@ -13,7 +13,9 @@ import numpy as np
 
 from poolir.ir.budget import check_allocation
 from poolir.ir.errors import InvalidModelError
+from poolir.ir.ops.indexing import slice_bounds
 from poolir.ir.ops.movement import reshape_target_problem
+from poolir.ir.shapes import checked_axes
 
 
 def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode: str = "constant",
@@ -61,13 +63,19 @@ def reshape(x: np.ndarray, shape: Sequence[int], allowzero: bool = False) -> np.
 
 def slice_axes(x: np.ndarray, starts: Sequence[int], ends: Sequence[int], axes: Sequence[int] | None = None,
                steps: Sequence[int] | None = None) -> np.ndarray:
-    """ONNX Slice: per listed axis [start:end:step], with clamping as Python slicing does."""
-    axes = list(range(len(starts))) if axes is None else [int(a) % x.ndim for a in axes]
+    """ONNX Slice and OpenVINO Slice-8: per listed axis [start:end:step], clamped as the spec says
+    (ir.ops.indexing.slice_bounds: as Python slicing, but for a negative step from a start before the axis)."""
+    axes = list(range(len(starts))) if axes is None else checked_axes(axes, x.ndim, "the Slice axes")
     steps = [1] * len(starts) if steps is None else steps
+    if len({len(starts), len(ends), len(axes), len(steps)}) != 1:
+        raise InvalidModelError(f"Slice starts, ends, axes and steps have different lengths ({len(starts)}, "
+                                f"{len(ends)}, {len(axes)}, {len(steps)})")
+    if 0 in steps:
+        raise InvalidModelError("a Slice step is 0")
     index = [slice(None)] * x.ndim
     for axis, start, end, step in zip(axes, starts, ends, steps):
-        # Huge sentinels (INT64_MAX/MIN) mean "to the end"; Python slicing clamps them already.
-        index[axis] = slice(int(start), int(end), int(step))
+        # Huge sentinels (INT64_MAX/MIN) mean "to the end"; the clamping handles them.
+        index[axis] = slice_bounds(int(start), int(end), int(step), x.shape[axis])
     return x[tuple(index)]
 
 

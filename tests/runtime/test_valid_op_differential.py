@@ -1,0 +1,98 @@
+"""Valid single-op models that a differential fuzzer over the non-pooling operators found poolir wrong on
+(the fuzzer draws random valid models of every opset version and compares poolir's ONNX runtime with
+onnxruntime, and poolir's IR of it under poolir and OpenVINO; `test_valid_op_fuzz.py` runs it with a fixed
+seed). Each case is checked against the engines, never against poolir: the ONNX model under onnxruntime (or
+the spec's numbers, where onnxruntime is wrong, saying why) and poolir's IR of it under OpenVINO.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from poolir import ir, runtime
+from poolir.converter.onnx_to_ir import onnx_to_ir
+from tests.peers import onnxruntime_run, openvino_run_xml
+
+INT64_MAX, INT64_MIN = 2**63 - 1, -2**63
+
+
+def node_model(op: str, opset: int, feeds: dict, constants: dict = {}, inputs=None, outputs=1, **attrs):
+    """One `op` node over graph inputs (`feeds`, by name) and initializers (`constants`); `inputs` orders them
+    ("" leaves an optional input out), by default feeds then constants."""
+    names = list(inputs) if inputs is not None else [*feeds, *constants]
+    node = helper.make_node(op, names, [f"y{i}" for i in range(outputs)], name="node", **attrs)
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in feeds.items()],
+        [onnx.ValueInfoProto(name=f"y{i}") for i in range(outputs)],  # types left to inference
+        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in constants.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def in_both_worlds(model, feeds, tmp_path, expected=None):
+    """poolir's ONNX runtime == `expected` (default: onnxruntime's outputs), and poolir's IR of the model gives
+    the same bits under OpenVINO and under poolir's IR runtime."""
+    expected = expected if expected is not None else onnxruntime_run(model, feeds)
+    _equal(runtime.run(model, feeds), expected, "poolir (ONNX)")
+    xml = tmp_path / "m.xml"
+    ir.write_model(onnx_to_ir(model), xml)
+    _equal(openvino_run_xml(xml, feeds, list(expected)), expected, "OpenVINO on poolir's IR")
+    _equal(runtime.run(ir.read_model(xml), feeds), expected, "poolir (IR)")
+
+
+def _equal(got: dict, expected: dict, what: str) -> None:
+    for name, value in expected.items():
+        value = np.asarray(value)
+        assert got[name].shape == value.shape, f"{what} {name}: shape {got[name].shape} != {value.shape}"
+        assert got[name].dtype == value.dtype, f"{what} {name}: {got[name].dtype} != {value.dtype}"
+        np.testing.assert_array_equal(got[name], value, err_msg=f"{what} {name}")
+
+
+# -- HardSigmoid / HardSwish of a 0-d tensor: TypeError "return arrays must be of ArrayType" (a ufunc on a 0-d
+# array returns a numpy scalar, which the kernel then used as `out=`).
+
+@pytest.mark.parametrize("op,opset", [("HardSigmoid", 6), ("HardSwish", 14)])
+def test_hard_sigmoid_swish_of_a_scalar(op, opset, tmp_path):
+    feeds = {"x": np.array(-1.25, np.float32)}
+    in_both_worlds(node_model(op, opset, feeds), feeds, tmp_path)
+
+
+# -- Slice with a negative step and a start before the axis. Slice-13: "for negative stepping starts[axes[i]]
+# is clamped to [0, dims[axes[i]]-1]", so the slice starts at index 0; Python's slicing (which poolir used, in
+# both worlds and in IR shape inference) selects nothing. onnxruntime and OpenVINO's Slice-8 start at 0.
+
+@pytest.mark.parametrize("start,end,step", [(-5, -9, -1), (INT64_MIN, INT64_MIN, -1), (-2**31, -7, -2),
+                                            (-9, 0, -1)])
+def test_slice_negative_step_from_before_the_axis(start, end, step, tmp_path):
+    feeds = {"x": np.arange(8, dtype=np.float32).reshape(2, 4)}
+    constants = {"starts": np.array([start]), "ends": np.array([end]), "axes": np.array([1]),
+                 "steps": np.array([step])}
+    in_both_worlds(node_model("Slice", 13, feeds, constants), feeds, tmp_path)
+
+
+def test_slice_negative_step_to_int_max(tmp_path):
+    """The other side, where onnxruntime is wrong: an end of INT64_MAX with a negative step is clamped to
+    dims - 1 ("end is clamped to [-1, dims[axes[i]]-1] for negative stepping"), so [0 : INT64_MAX : -1] is
+    empty. onnxruntime 1.31 reads INT_MAX as "to the end in the direction of the step" and returns [x[0]];
+    OpenVINO's Slice-8 and onnx.reference return nothing. The expected values are the spec's."""
+    feeds = {"x": np.arange(4, dtype=np.float32)}
+    constants = {"starts": np.array([0]), "ends": np.array([INT64_MAX]), "steps": np.array([-1])}
+    model = node_model("Slice", 13, feeds, constants, inputs=["x", "starts", "ends", "", "steps"])
+    assert onnxruntime_run(model, feeds)["y0"].tolist() == [0.0]  # onnxruntime's reading, pinned
+    in_both_worlds(model, feeds, tmp_path, expected={"y0": np.zeros(0, np.float32)})
+
+
+# -- HardSwish in float64: its alpha is the f32 attribute of its function body, HardSigmoid<alpha =
+# 0.16666667163372>; poolir used 1/6 in f64 (HardSwish(1.0) = 0.6666666666666666, onnxruntime 0.6666666716337204).
+
+def test_hard_swish_float64_alpha_is_f32():
+    feeds = {"x": np.array([1.0, -2.5, 2.0, 0.1], np.float64)}
+    model = node_model("HardSwish", 18, feeds)  # onnxruntime has no f64 HardSigmoid-22 to expand HardSwish-22 into
+    expected = onnxruntime_run(model, feeds)["y0"]
+    assert expected[0] == 0.6666666716337204
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y0"], expected)
