@@ -78,8 +78,9 @@ def hard_sigmoid(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
 
 def _hard_sigmoid(w: np.ndarray, alpha: float, beta: float) -> np.ndarray:
     """hard_sigmoid in w's (compute) dtype, in one fresh array: a temporary per step cost page faults
-    (MobileNetV3's HardSwish layers: 5 fresh arrays each)."""
-    result = np.multiply(w, np.asarray(alpha, dtype=w.dtype))
+    (MobileNetV3's HardSwish layers: 5 fresh arrays each). The first step writes into an explicit array: without
+    `out`, a 0-d input gives a numpy scalar, which the in-place steps after it cannot write into."""
+    result = np.multiply(w, np.asarray(alpha, dtype=w.dtype), out=np.empty_like(w))
     result += np.asarray(beta, dtype=w.dtype)
     return np.clip(result, np.zeros((), w.dtype), np.ones((), w.dtype), out=result)
 
@@ -106,7 +107,7 @@ def hsigmoid_openvino(x: np.ndarray) -> np.ndarray:
     in [-8, 8] (dividing by 6 differs by 1 ulp at 12079 of them). f64 uses 1/6 in f64."""
     w = _work(x)
     sixth = _SIXTH_BELOW if w.dtype == np.float32 else np.asarray(1 / 6, dtype=w.dtype)
-    result = np.add(w, np.asarray(3, dtype=w.dtype))
+    result = np.add(w, np.asarray(3, dtype=w.dtype), out=np.empty_like(w))  # an array for 0-d too (_hard_sigmoid)
     np.clip(result, np.zeros((), w.dtype), np.asarray(6, dtype=w.dtype), out=result)
     return _back(np.multiply(result, sixth, out=result), x)
 

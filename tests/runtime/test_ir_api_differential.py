@@ -1,0 +1,40 @@
+"""Regressions found by the differential fuzzer over IRs written by OpenVINO's own Python API
+(tests/runtime/ir_api_fuzz.py): each builds the layer with `openvino.opsetN`, saves it with `openvino.save_model`,
+and compares poolir with OpenVINO's CPU plugin on the same file (and, where the bug was in IR -> ONNX, poolir's
+ONNX with onnxruntime). A fixed-seed run of the fuzzer itself is the slow test at the end."""
+
+from __future__ import annotations
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as ov1
+import openvino.opset4 as ov4
+import openvino.opset5 as ov5
+import pytest
+
+from tests.runtime.ir_cases import OV_TYPES, assert_matches_openvino, save_ir
+
+
+def _param(shape, dtype, name="x"):
+    node = ov1.parameter(list(shape), OV_TYPES[np.dtype(dtype)], name=name)
+    node.output(0).get_tensor().set_names({name})
+    return node
+
+
+def _named(node, name="y"):
+    output = node.output(0)
+    output.get_tensor().set_names({name})
+    return output
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: ov1.hard_sigmoid(x, np.float32(-0.2), np.float32(0.6)),
+    lambda x: ov4.hswish(x),
+    lambda x: ov5.hsigmoid(x),
+], ids=["HardSigmoid", "HSwish", "HSigmoid"])
+def test_hard_activations_of_a_scalar(tmp_path, build):
+    # A 0-d input crashed the kernel (np.clip into a numpy scalar: "return arrays must be of ArrayType").
+    x = _param([], np.float32)
+    path = save_ir([_named(build(x))], [x], tmp_path / "m.xml")
+    for value in (-4.0, 0.5, 2.0):
+        assert_matches_openvino(path, {"x": np.array(value, np.float32)})
