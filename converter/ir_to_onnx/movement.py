@@ -16,6 +16,7 @@ from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
 from poolir.ir.shapes import TensorInfo
 from poolir.ir.model import Layer
+from poolir.ir.ops.movement import broadcast_mode
 from poolir.runtime.onnx_ops import first_opset, first_opset_with
 
 _INT64_MAX, _INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -213,7 +214,7 @@ def strided_slice(context: Context, layer: Layer) -> None:
 
 
 def broadcast(context: Context, layer: Layer) -> None:
-    if layer.attrs.get("mode", "numpy") == "explicit":
+    if broadcast_mode(layer) == "explicit":
         raise ConversionError("Broadcast mode explicit (with axes_mapping) is not converted")
     since = first_opset("Expand")
     context.check_opset(since, f"Broadcast needs ONNX Expand, from opset {since}")

@@ -12,6 +12,8 @@ import openvino.opset4 as ov4
 import openvino.opset5 as ov5
 import pytest
 
+from poolir.ir.errors import ConversionError
+
 from tests.runtime.ir_cases import OV_TYPES, assert_matches_openvino, save_ir
 
 
@@ -38,3 +40,16 @@ def test_hard_activations_of_a_scalar(tmp_path, build):
     path = save_ir([_named(build(x))], [x], tmp_path / "m.xml")
     for value in (-4.0, 0.5, 2.0):
         assert_matches_openvino(path, {"x": np.array(value, np.float32)})
+
+
+def test_broadcast_1_explicit_is_written_as_mode_none(tmp_path):
+    # OpenVINO writes Broadcast-1's explicit mode as mode="none"; poolir refused the file ("'none' is not allowed").
+    x = _param([3, 1], np.float32)
+    node = ov1.broadcast(x, np.array([2, 3, 4], np.int64), np.array([1, 2], np.int64), "explicit")
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    assert 'mode="none"' in path.read_text()
+    feeds = {"x": np.arange(3, dtype=np.float32).reshape(3, 1)}
+    assert assert_matches_openvino(path, feeds)["y"].shape == (2, 3, 4)
+    from poolir import converter, ir
+    with pytest.raises(ConversionError, match="explicit"):  # refused as explicit, never converted as numpy
+        converter.ir_to_onnx(ir.read_model(path))
