@@ -144,7 +144,19 @@ def pad(context: Context, layer: Layer) -> None:
         # Negative pads (cropping) are allowed from the version that takes pads as an input.
         since = first_opset_where("Pad", lambda row: "pads" not in row.attributes)
         raise ConversionError(f"negative pads need ONNX Pad-{since} (requested opset {context.opset})")
-    pad_node(context, context.input(layer, 0), begin + end, mode, value, layer.name, context.name_output(layer, 0))
+    if mode == "constant" or min(begin + end) >= 0:
+        pad_node(context, context.input(layer, 0), begin + end, mode, value, layer.name, context.name_output(layer, 0))
+        return
+    # OpenVINO pads, then crops; ONNX (onnxruntime) crops first, so a reflected or edge value may differ
+    # (kernels.movement.pad): an ONNX Pad by the positive amounts, then a Slice removing the negative ones.
+    _check_slice_inputs(context, "Pad-12 with negative pads in reflect or edge mode")
+    padded = pad_node(context, context.input(layer, 0), [max(0, p) for p in begin + end], mode, None, layer.name)
+    starts = [max(0, -b) for b in begin]
+    ends = [e if e < 0 else _INT64_MAX for e in end]
+    context.node_into("Slice", [padded, context.int64s(starts, f"{layer.name}/starts"),
+                                context.int64s(ends, f"{layer.name}/ends"),
+                                context.int64s(range(len(begin)), f"{layer.name}/axes")],
+                      [context.name_output(layer, 0)], layer.name)
 
 
 def shape_of(context: Context, layer: Layer) -> None:

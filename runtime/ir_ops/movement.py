@@ -206,6 +206,6 @@ def _pad(info):
         if len(begins) != x.ndim or len(ends) != x.ndim:
             raise InvalidModelError(f"pads have {len(begins)} and {len(ends)} values for an input of rank {x.ndim}")
         value = args[3].reshape(()) if len(args) > 3 and mode == "constant" else 0
-        return (kernels.pad(x, begins, ends, numpy_mode, value),)
+        return (kernels.pad(x, begins, ends, numpy_mode, value, crop_first=False),)  # OpenVINO's order
 
     return run

@@ -17,8 +17,19 @@ from poolir.ir.ops.movement import reshape_target_problem
 
 
 def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode: str = "constant",
-        value=0) -> np.ndarray:
-    """Pad every axis by (begin, end); negative amounts crop. mode: constant, reflect, edge, wrap."""
+        value=0, *, crop_first: bool = True) -> np.ndarray:
+    """Pad every axis by (begin, end); negative amounts crop. mode: constant, reflect, edge, symmetric, wrap.
+
+    crop_first: ONNX's order (onnxruntime crops, then pads what is left: "Pad reflect requires axis length >= 2
+    after slicing"). False is OpenVINO Pad-12's: every output element is an index into the *uncropped* input,
+    mapped back by the mode, so a reflected or edge value may be one the crop removes (the spec's mixed example:
+    pads_begin [2, -1], pads_end [-1, 3], reflect: the row [1, 2, 3, 4] gives [2, 3, 4, 3, 2, 1]; its CPU
+    plugin agrees). That is padding by the positive amounts first and cropping after. The orders differ only
+    in reflect, symmetric and edge modes."""
+    if not crop_first:
+        padded = pad(x, [max(0, int(b)) for b in pads_begin], [max(0, int(e)) for e in pads_end], mode, value)
+        return padded[tuple(slice(max(0, -b), padded.shape[i] - max(0, -e))
+                            for i, (b, e) in enumerate(zip(pads_begin, pads_end)))]
     crop = tuple(slice(max(0, -b), x.shape[i] - max(0, -e)) for i, (b, e) in enumerate(zip(pads_begin, pads_end)))
     x = x[crop]
     widths = [(max(0, int(b)), max(0, int(e))) for b, e in zip(pads_begin, pads_end)]

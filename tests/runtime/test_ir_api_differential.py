@@ -53,3 +53,31 @@ def test_broadcast_1_explicit_is_written_as_mode_none(tmp_path):
     from poolir import converter, ir
     with pytest.raises(ConversionError, match="explicit"):  # refused as explicit, never converted as numpy
         converter.ir_to_onnx(ir.read_model(path))
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric"])
+@pytest.mark.parametrize("begin, end", [
+    ([2, -1], [-1, 3]),     # the Pad-12 spec's mixed example: reflect reaches the cropped column
+    ([-1, 3], [0, -1]),     # crop one side, pad the other past what the crop leaves
+    ([0, -2], [1, 2]),
+    ([1, 0], [-2, -3]),
+])
+def test_pad_12_negative_pads_index_the_uncropped_input(tmp_path, mode, begin, end):
+    # poolir cropped first and padded what was left (onnxruntime's order); OpenVINO maps every output element
+    # back to the uncropped input, as the spec's example shows.
+    import openvino.opset12 as ov12
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    x = _param([3, 4], np.float32)
+    node = ov12.pad(x, np.array(begin, np.int64), np.array(end, np.int64), mode,
+                    np.float32(9) if mode == "constant" else None)
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    feeds = {"x": np.arange(1, 13, dtype=np.float32).reshape(3, 4)}
+    expected = assert_matches_openvino(path, feeds)["y"]
+    if begin == [2, -1] and mode == "reflect":
+        np.testing.assert_array_equal(expected, [[10, 11, 12, 11, 10, 9], [6, 7, 8, 7, 6, 5], [2, 3, 4, 3, 2, 1],
+                                                 [6, 7, 8, 7, 6, 5]])  # the spec's own output
+    if mode != "symmetric":  # ONNX Pad has no symmetric mode
+        np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"],
+                                      expected)
