@@ -33,8 +33,10 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
     OpVersion("Transpose", 1, inputs=(2, 2)),
     OpVersion("ShapeOf", 1),
     OpVersion("ShapeOf", 3, (Attr("output_type", STR, "i64", INDEX_ELEMENT_TYPES),)),
-    OpVersion("Broadcast", 1, (Attr("mode", STR, "numpy", ("numpy", "explicit")),), inputs=(2, 3)),
-    OpVersion("Broadcast", 3, (Attr("mode", STR, "numpy", ("numpy", "explicit", "bidirectional")),), inputs=(2, 3)),
+    # "none" is explicit's other name (broadcast_mode): what OpenVINO writes for Broadcast-1.
+    OpVersion("Broadcast", 1, (Attr("mode", STR, "numpy", ("numpy", "explicit", "none")),), inputs=(2, 3)),
+    OpVersion("Broadcast", 3, (Attr("mode", STR, "numpy", ("numpy", "explicit", "none", "bidirectional")),),
+              inputs=(2, 3)),
     # Pad-1 and Pad-12 share attributes; 12 allows negative pads (cropping).
     OpVersion("Pad", 1, (Attr("pad_mode", STR, REQUIRED, PAD_MODES),), inputs=(3, 4)),
     OpVersion("Pad", 12, (Attr("pad_mode", STR, REQUIRED, PAD_MODES),), inputs=(3, 4)),
@@ -250,12 +252,20 @@ def infer_shape_of(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     return [TensorInfo(output_type, shape)]
 
 
+def broadcast_mode(layer: Layer) -> str:
+    """A Broadcast layer's mode, "none" read as "explicit": OpenVINO's AutoBroadcastType::EXPLICIT is an alias of
+    NONE, so its serializer writes Broadcast-1's explicit mode as mode="none" (OpenVINO 2026.4; Broadcast-3 gets
+    "explicit"), and its reader takes either name for either version."""
+    mode = layer.attrs.get("mode", "numpy")
+    return "explicit" if mode == "none" else mode
+
+
 @SHAPE_RULES.register("Broadcast")
 def infer_broadcast(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     """numpy: the output is the target shape and the input must broadcast to it; bidirectional: numpy
     broadcasting of both; explicit: the target shape (axes_mapping places the input's axes)."""
     data, target = inputs[0], inputs[1]
-    mode = layer.attrs["mode"]
+    mode = broadcast_mode(layer)
     if target.value is None:
         rank = static_length(target, "the Broadcast target shape has a dynamic length")
         if mode == "bidirectional":

@@ -1,0 +1,83 @@
+"""Regressions found by the differential fuzzer over IRs written by OpenVINO's own Python API
+(tests/runtime/ir_api_fuzz.py): each builds the layer with `openvino.opsetN`, saves it with `openvino.save_model`,
+and compares poolir with OpenVINO's CPU plugin on the same file (and, where the bug was in IR -> ONNX, poolir's
+ONNX with onnxruntime). A fixed-seed run of the fuzzer itself is the slow test at the end."""
+
+from __future__ import annotations
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as ov1
+import openvino.opset4 as ov4
+import openvino.opset5 as ov5
+import pytest
+
+from poolir.ir.errors import ConversionError
+
+from tests.runtime.ir_cases import OV_TYPES, assert_matches_openvino, save_ir
+
+
+def _param(shape, dtype, name="x"):
+    node = ov1.parameter(list(shape), OV_TYPES[np.dtype(dtype)], name=name)
+    node.output(0).get_tensor().set_names({name})
+    return node
+
+
+def _named(node, name="y"):
+    output = node.output(0)
+    output.get_tensor().set_names({name})
+    return output
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: ov1.hard_sigmoid(x, np.float32(-0.2), np.float32(0.6)),
+    lambda x: ov4.hswish(x),
+    lambda x: ov5.hsigmoid(x),
+], ids=["HardSigmoid", "HSwish", "HSigmoid"])
+def test_hard_activations_of_a_scalar(tmp_path, build):
+    # A 0-d input crashed the kernel (np.clip into a numpy scalar: "return arrays must be of ArrayType").
+    x = _param([], np.float32)
+    path = save_ir([_named(build(x))], [x], tmp_path / "m.xml")
+    for value in (-4.0, 0.5, 2.0):
+        assert_matches_openvino(path, {"x": np.array(value, np.float32)})
+
+
+def test_broadcast_1_explicit_is_written_as_mode_none(tmp_path):
+    # OpenVINO writes Broadcast-1's explicit mode as mode="none"; poolir refused the file ("'none' is not allowed").
+    x = _param([3, 1], np.float32)
+    node = ov1.broadcast(x, np.array([2, 3, 4], np.int64), np.array([1, 2], np.int64), "explicit")
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    assert 'mode="none"' in path.read_text()
+    feeds = {"x": np.arange(3, dtype=np.float32).reshape(3, 1)}
+    assert assert_matches_openvino(path, feeds)["y"].shape == (2, 3, 4)
+    from poolir import converter, ir
+    with pytest.raises(ConversionError, match="explicit"):  # refused as explicit, never converted as numpy
+        converter.ir_to_onnx(ir.read_model(path))
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "symmetric"])
+@pytest.mark.parametrize("begin, end", [
+    ([2, -1], [-1, 3]),     # the Pad-12 spec's mixed example: reflect reaches the cropped column
+    ([-1, 3], [0, -1]),     # crop one side, pad the other past what the crop leaves
+    ([0, -2], [1, 2]),
+    ([1, 0], [-2, -3]),
+])
+def test_pad_12_negative_pads_index_the_uncropped_input(tmp_path, mode, begin, end):
+    # poolir cropped first and padded what was left (onnxruntime's order); OpenVINO maps every output element
+    # back to the uncropped input, as the spec's example shows.
+    import openvino.opset12 as ov12
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    x = _param([3, 4], np.float32)
+    node = ov12.pad(x, np.array(begin, np.int64), np.array(end, np.int64), mode,
+                    np.float32(9) if mode == "constant" else None)
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    feeds = {"x": np.arange(1, 13, dtype=np.float32).reshape(3, 4)}
+    expected = assert_matches_openvino(path, feeds)["y"]
+    if begin == [2, -1] and mode == "reflect":
+        np.testing.assert_array_equal(expected, [[10, 11, 12, 11, 10, 9], [6, 7, 8, 7, 6, 5], [2, 3, 4, 3, 2, 1],
+                                                 [6, 7, 8, 7, 6, 5]])  # the spec's own output
+    if mode != "symmetric":  # ONNX Pad has no symmetric mode
+        np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"],
+                                      expected)
