@@ -14,6 +14,7 @@ from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import first_opset_where, has_attribute
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
+from poolir.ir.ops.movement import broadcast_mode
 from poolir.ir.shapes import TensorInfo
 from poolir.ir.model import Layer
 from poolir.runtime.kernels.movement import padding_sources
@@ -249,7 +250,7 @@ def strided_slice(context: Context, layer: Layer) -> None:
 
 
 def broadcast(context: Context, layer: Layer) -> None:
-    if layer.attrs.get("mode", "numpy") == "explicit":
+    if broadcast_mode(layer) == "explicit":
         raise ConversionError("Broadcast mode explicit (with axes_mapping) is not converted")
     since = first_opset("Expand")
     context.check_opset(since, f"Broadcast needs ONNX Expand, from opset {since}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.ir.ops.movement import broadcast_mode
 from poolir.runtime.ir_ops.registry import axis_index, builder, int_list
 from poolir.runtime.kernels import movement as kernels
 
@@ -167,7 +168,7 @@ def _shape_of(info):
 
 @builder("Broadcast")
 def _broadcast(info):
-    mode = info.layer.attrs.get("mode", "numpy")
+    mode = broadcast_mode(info.layer)
     if mode not in ("numpy", "explicit", "bidirectional"):
         raise UnsupportedError(f"Broadcast mode {mode!r} is not supported (numpy, explicit, bidirectional)")
 
