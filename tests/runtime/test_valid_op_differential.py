@@ -96,3 +96,24 @@ def test_hard_swish_float64_alpha_is_f32():
     expected = onnxruntime_run(model, feeds)["y0"]
     assert expected[0] == 0.6666666716337204
     np.testing.assert_array_equal(runtime.run(model, feeds)["y0"], expected)
+
+
+# -- Integer arithmetic at the edges of i8/u8. ONNX wraps (onnxruntime: i8 100 * 3 = 44); OpenVINO's CPU plugin
+# saturates i8/u8 Add/Subtract/Multiply/Divide (127), so poolir's IR used to give 127 where ONNX gives 44: the
+# converter now computes in i32 and Converts back (a wrap). And poolir's own ONNX Div took |a| // |b|, which
+# overflows at the type's minimum (i8 -128 / 127 gave 2, not -1).
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_small_integer_arithmetic_wraps(op, dtype, tmp_path):
+    info = np.iinfo(dtype)
+    feeds = {"a": np.array([info.max, info.min, info.max, 100, 7, info.min, 12], dtype),
+             "b": np.array([1, 1, info.max, 3, 100, info.max, 5], dtype)}
+    in_both_worlds(node_model(op, 14, feeds), feeds, tmp_path)
+
+
+def test_int32_division_at_the_minimum():
+    feeds = {"a": np.array([-2**31, -2**31, -7, 7, 2**31 - 1], np.int32),
+             "b": np.array([2**31 - 1, 2, 2, -2, -2**31], np.int32)}
+    model = node_model("Div", 14, feeds)
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y0"], onnxruntime_run(model, feeds)["y0"])
