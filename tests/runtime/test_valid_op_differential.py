@@ -14,7 +14,8 @@ from onnx import helper, numpy_helper
 
 from poolir import ir, runtime
 from poolir.converter.onnx_to_ir import onnx_to_ir
-from tests.peers import onnxruntime_run, openvino_run_xml
+from poolir.ir.errors import ConversionError
+from tests.peers import onnxruntime_run, openvino_run_onnx, openvino_run_xml
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -2**63
 
@@ -128,3 +129,18 @@ def test_reduce_max_min_of_bool(op, keepdims, tmp_path):
     feeds = {"x": np.array([[True, False, False], [False, False, False]])}
     model = node_model(op, 20, feeds, {"axes": np.array([-1])}, keepdims=keepdims)
     in_both_worlds(model, feeds, tmp_path)
+
+
+# -- Integer MatMul (MatMul-9 adds int32, int64, uint32, uint64): poolir refused it ("input type int32 is not
+# allowed for MatMul-9"). It runs now, wrapping on overflow as onnxruntime does. ONNX -> IR refuses it, naming
+# the node: OpenVINO's CPU plugin multiplies integers in float32 (pinned here).
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("opset", [9, 13])
+def test_integer_matmul(dtype, opset):
+    feeds = {"a": np.array([[[16777217, 1], [2**20, -3]]], dtype), "b": np.array([[1, 0], [4096, 2**31 - 1]], dtype)}
+    model = node_model("MatMul", opset, feeds)
+    _equal(runtime.run(model, feeds), onnxruntime_run(model, feeds), "poolir (ONNX)")
+    with pytest.raises(ConversionError, match=r"node 'node' \(MatMul\): integer MatMul"):
+        onnx_to_ir(model)
+    assert openvino_run_onnx(model, feeds)["y0"][0, 0, 0] == 16781312  # OpenVINO's own frontend: float32
