@@ -28,6 +28,7 @@ import numpy as np
 
 from poolir.converter.onnx_to_ir.max_pool_indices import exact_divmod
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value, value_of
+from poolir.converter.onnx_to_ir.slice_axes import full_rank_bounds
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
 from poolir.runtime import onnx_ops
@@ -181,6 +182,11 @@ def slice_(node: OnnxNode) -> list[Value]:
             if count is None:
                 raise ConversionError("Slice without steps needs starts of a known length")
             steps = _i64(node, [1] * count)
+        if axes is not None and _known(node, axes) is None and len(x.shape) > 1:
+            # OpenVINO crashes on a Slice-8 with computed axes: name every axis instead (slice_axes.py)
+            starts, ends, steps = full_rank_bounds(node, len(x.shape), axes,
+                                                   {"starts": starts, "ends": ends, "steps": steps})
+            axes = None
         inputs = [x, starts, ends, steps] + ([axes] if axes is not None else [])
     return node.layer("Slice", inputs, name=node.name)
 

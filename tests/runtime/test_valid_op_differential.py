@@ -144,3 +144,17 @@ def test_integer_matmul(dtype, opset):
     with pytest.raises(ConversionError, match=r"node 'node' \(MatMul\): integer MatMul"):
         onnx_to_ir(model)
     assert openvino_run_onnx(model, feeds)["y0"][0, 0, 0] == 16781312  # OpenVINO's own frontend: float32
+
+
+# -- Slice with axes fed at run time: OpenVINO 2026.4 crashed (SIGSEGV) on poolir's IR, a Slice-8 with a computed
+# axes input (OpenVINO's own frontend writes the same layer and crashes too). poolir names every axis instead.
+
+@pytest.mark.parametrize("axes,starts,ends,steps", [([0], [1], [3], [1]), ([-1], [1], [3], [1]),
+                                                    ([1, 0], [1, -9], [3, 9], [1, -1]),
+                                                    ([-1, 0], [-1, 0], [-9, 9], [-2, 1])])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_slice_with_computed_axes(axes, starts, ends, steps, dtype, tmp_path):
+    feeds = {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4), "axes": np.array(axes, dtype)}
+    constants = {"starts": np.array(starts, dtype), "ends": np.array(ends, dtype), "steps": np.array(steps, dtype)}
+    model = node_model("Slice", 13, feeds, constants, inputs=["x", "starts", "ends", "axes", "steps"])
+    in_both_worlds(model, feeds, tmp_path)
