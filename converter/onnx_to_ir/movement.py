@@ -13,6 +13,7 @@ Where ONNX and OpenVINO give one name two meanings:
   last one); IR Split needs an even split, so uneven parts become VariadicSplit with the lengths.
 - Slice: IR Slice-8 is ONNX Slice-10+'s definition (clamped starts/ends, negative steps, INT_MAX ends);
   Slice-1's attributes become its inputs.
+- Pad: negative pads crop (ONNX), first: a Slice-8 then the Pad of the positive amounts.
 - Shape start/end (opset 15) slice ShapeOf's output with Slice-8 under the same clamping rules.
 - Gather-8 takes negative indices like ONNX (Gather-1 and -7 do not).
 - Expand is Broadcast-3 with mode bidirectional (ONNX Expand broadcasts both ways).
@@ -338,7 +339,17 @@ def pad(node: OnnxNode) -> list[Value]:
     if len(pads) != 2 * rank:
         raise InvalidModelError(f"pads has {len(pads)} values for rank {rank} (expected {2 * rank})")
     if any(p < 0 for p in pads):
-        raise ConversionError(f"negative pads {pads} (cropping) are not converted")
+        # Negative pads crop, before the rest pads (the runtime's kernels.movement.pad, onnxruntime): a Slice-8
+        # first (an end of -c drops the last c), then the Pad of the positive amounts, if any.
+        cropped = [axis for axis in range(rank) if min(pads[axis], pads[axis + rank]) < 0]
+        ends = [pads[a + rank] if pads[a + rank] < 0 else np.iinfo(np.int64).max for a in cropped]
+        last = all(p <= 0 for p in pads)
+        x = node.layer("Slice", [x, _i64(node, [max(0, -pads[a]) for a in cropped]), _i64(node, ends),
+                                 _i64(node, [1] * len(cropped)), _i64(node, cropped)],
+                       name=node.name if last else f"{node.name}/crop")[0]
+        if last:
+            return [x]
+        pads = [max(0, p) for p in pads]
     inputs = [x, _i64(node, pads[:rank]), _i64(node, pads[rank:])]
     if mode == "constant":
         fill_array = np.asarray(fill).astype(dtype_of(x.element_type))

@@ -158,3 +158,15 @@ def test_slice_with_computed_axes(axes, starts, ends, steps, dtype, tmp_path):
     constants = {"starts": np.array(starts, dtype), "ends": np.array(ends, dtype), "steps": np.array(steps, dtype)}
     model = node_model("Slice", 13, feeds, constants, inputs=["x", "starts", "ends", "axes", "steps"])
     in_both_worlds(model, feeds, tmp_path)
+
+
+# -- Pad with negative pads (cropping), which ONNX allows: ONNX -> IR refused them ("negative pads ... are not
+# converted") though a Slice-8 then a Pad is exact (the crop comes first, as onnxruntime computes it).
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("pads", [[0, -1, 1, 0, 2, -2], [-1, 0, 0, 0, -1, -1], [1, -2, 2, -1, 1, 1]])
+def test_pad_with_negative_pads(mode, pads, tmp_path):
+    feeds = {"x": np.arange(60, dtype=np.float32).reshape(3, 4, 5)}
+    model = node_model("Pad", 13, feeds, {"pads": np.array(pads), "value": np.array(2.5, np.float32)},
+                       mode=mode, inputs=["x", "pads"] + (["value"] if mode == "constant" else []))
+    in_both_worlds(model, feeds, tmp_path)
