@@ -221,6 +221,9 @@ def _check_known_axes(node: OnnxNode, axes: Value | None, rank: int, added: bool
     """Squeeze/Unsqueeze axes known now, checked as the runtime checks them (ir.shapes.checked_axes), so the
     refusal names this node rather than the IR layer it would become; Unsqueeze's rank counts the added axes."""
     known = None if axes is None else node.builder.info(axes.ref).value
+    if axes is not None and known is None:  # refused here, naming the node, not by the IR layer's shape rule
+        raise ConversionError("the axes input must be constant to convert to IR (poolir's IR shape inference "
+                              "takes Squeeze/Unsqueeze dims from constant axes)")
     if known is not None:
         values = [int(v) for v in np.asarray(known).reshape(-1)]
         checked_axes(values, rank + len(values) if added else rank,

@@ -170,3 +170,13 @@ def test_pad_with_negative_pads(mode, pads, tmp_path):
     model = node_model("Pad", 13, feeds, {"pads": np.array(pads), "value": np.array(2.5, np.float32)},
                        mode=mode, inputs=["x", "pads"] + (["value"] if mode == "constant" else []))
     in_both_worlds(model, feeds, tmp_path)
+
+
+# -- Squeeze/Unsqueeze with axes computed at run time are refused by ONNX -> IR; the refusal named the IR layer
+# ("layer 'node' (id 2, Unsqueeze)") instead of the ONNX node.
+
+@pytest.mark.parametrize("op,shape", [("Squeeze", (2, 1, 3)), ("Unsqueeze", (2, 3))])
+def test_computed_squeeze_axes_refused_naming_the_node(op, shape):
+    feeds = {"x": np.ones(shape, np.float32), "axes": np.array([1])}
+    with pytest.raises(ConversionError, match=rf"^node 'node' \({op}\): the axes input must be constant"):
+        onnx_to_ir(node_model(op, 13, feeds))
