@@ -6,10 +6,12 @@ starts, ends and steps name every axis in order, runs. So the per-axis bounds ar
 vectors, each unlisted axis getting the bound that keeps it whole (start 0, end INT64_MAX, step 1):
 
     hit[j, i]  = (axes[i] + (rank if axes[i] < 0 else 0)) == j        [rank, k] boolean
-    bound[j]   = ReduceSum(Select(hit, bounds_row, 0), axis 1)[j]     the one listed value for axis j
-    full[j]    = Select(ReduceMax(hit as i64, axis 1)[j] != 0, bound[j], default[j])
+    entry[j]   = ReduceSum(Select(hit, [0, 1, .., k-1], 0), axis 1)   where axis j is listed (else 0)
+    full[j]    = Select(ReduceMax(hit as i64, axis 1)[j] != 0, Gather(bounds, entry)[j], default[j])
 
-Exact: ONNX forbids repeated axes, so at most one entry of each row of `hit` is set and the sum is that entry.
+Exact: ONNX forbids repeated axes, so at most one entry of each row of `hit` is set and the sum is its index.
+The bounds themselves only move (Gather, Select): the plugin computes an integer ReduceSum in float32, which
+would turn INT32_MAX into INT32_MIN; the entry indices are small.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def full_rank_bounds(node: OnnxNode, rank: int, axes: Value, bounds: dict[str, V
         raise ConversionError("Slice axes computed at run time need a known length to convert to IR")
     name = f"{node.name}/axes"
     axes = _as_i64(node, axes, f"{name}/i64")
-    row = node.const(np.zeros(1, np.int64))
+    row = node.const(np.zeros(1, np.int64))  # Unsqueeze at axis 0
     negative = node.layer("Less", [axes, _scalar(node, 0)], _NUMPY, name=f"{name}/negative")[0]
     shifted = node.layer("Add", [axes, _scalar(node, rank)], _NUMPY, name=f"{name}/shifted")[0]
     normal = node.layer("Select", [negative, shifted, axes], _NUMPY, name=f"{name}/normal")[0]
@@ -41,14 +43,17 @@ def full_rank_bounds(node: OnnxNode, rank: int, axes: Value, bounds: dict[str, V
     hits = node.layer("Convert", [hit], {"destination_type": "i64"}, name=f"{name}/hit_i64")[0]
     count = node.layer("ReduceMax", [hits, along_k], {"keep_dims": False}, name=f"{name}/listed")[0]
     present = node.layer("NotEqual", [count, _scalar(node, 0)], _NUMPY, name=f"{name}/present")[0]
+    k = axes.shape[0]
+    entries = Value(node.const(np.arange(k, dtype=np.int64).reshape(1, k)), "i64", (1, k))
+    chosen = node.layer("Select", [hit, entries, _scalar(node, 0)], _NUMPY, name=f"{name}/entry_hit")[0]
+    entry = node.layer("ReduceSum", [chosen, along_k], {"keep_dims": False}, name=f"{name}/entry")[0]  # [rank]
     full = []
     for what in ("starts", "ends", "steps"):
         values = _as_i64(node, bounds[what], f"{node.name}/{what}_i64")
-        values_row = node.layer("Unsqueeze", [values, Value(row, "i64", (1,))], name=f"{node.name}/{what}_row")[0]
-        picked = node.layer("Select", [hit, values_row, _scalar(node, 0)], _NUMPY, name=f"{node.name}/{what}_hit")[0]
-        summed = node.layer("ReduceSum", [picked, along_k], {"keep_dims": False}, name=f"{node.name}/{what}_listed")[0]
+        picked = node.layer("Gather", [values, entry, _scalar(node, 0)], {"batch_dims": 0},
+                            name=f"{node.name}/{what}_listed", newest=True)[0]
         default = Value(node.const(np.full(rank, _KEEP_WHOLE[what], np.int64)), "i64", (rank,))
-        full.append(node.layer("Select", [present, summed, default], _NUMPY, name=f"{node.name}/{what}_full")[0])
+        full.append(node.layer("Select", [present, picked, default], _NUMPY, name=f"{node.name}/{what}_full")[0])
     return full
 
 
