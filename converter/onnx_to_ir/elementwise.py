@@ -26,8 +26,8 @@ which runs each case in onnxruntime and in OpenVINO 2026.4 on CPU):
   runtime follows the spec's i64.
 - Cast to bool becomes NotEqual(x, 0): OpenVINO's CPU Convert to boolean gives False for NaN and for i32
   -2147483648 (ONNX: True), its NotEqual does not.
-- i8/u8 Add, Sub, Mul and Div wrap in ONNX (onnxruntime: i8 127 + 1 = -128, 100 * 3 = 44); OpenVINO's CPU
-  plugin saturates them (127). poolir computes them in i32 (where no i8/u8 result overflows) and Converts
+- i8/u8 Add, Sub, Mul, Div and i8 Abs wrap in ONNX (onnxruntime: i8 127 + 1 = -128, 100 * 3 = 44, |-128| =
+  -128); OpenVINO's CPU plugin saturates them (127). poolir computes them in i32 (where no i8/u8 result overflows) and Converts
   back, which wraps as Cast does (below).
 - Max and Min propagate NaN (onnxruntime); OpenVINO's Maximum and Minimum give the second operand where either
   is NaN: the conversion is exact for inputs without NaN (as for Relu and Clip).
@@ -83,6 +83,9 @@ def unary(node: OnnxNode) -> list[Value]:
     x = node.single_input()
     node.check_element_type(x)  # Sqrt and Floor: floats only (the runtime's rows)
     node.attributes()
+    if x.element_type == "i8" and node.version.op_type == "Abs":  # |-128| wraps to -128 in ONNX, saturates in IR
+        (wide,) = node.add("Abs", [_convert_to(node, x, "i32", f"{node.name}/i32").ref], name=f"{node.name}/abs")
+        return [_convert_to(node, Value(wide, "i32", x.shape), "i8", node.name)]
     (ref,) = node.add(_UNARY[node.version.op_type], [x.ref], name=node.name)
     return [Value(ref, x.element_type, x.shape)]
 

@@ -113,6 +113,11 @@ def test_small_integer_arithmetic_wraps(op, dtype, tmp_path):
     in_both_worlds(node_model(op, 14, feeds), feeds, tmp_path)
 
 
+def test_int8_abs_wraps(tmp_path):
+    feeds = {"x": np.array([-128, -127, 0, 5, 127], np.int8)}
+    in_both_worlds(node_model("Abs", 13, feeds), feeds, tmp_path)
+
+
 def test_int32_division_at_the_minimum():
     feeds = {"a": np.array([-2**31, -2**31, -7, 7, 2**31 - 1], np.int32),
              "b": np.array([2**31 - 1, 2, 2, -2, -2**31], np.int32)}
