@@ -26,8 +26,9 @@ which runs each case in onnxruntime and in OpenVINO 2026.4 on CPU):
   runtime follows the spec's i64.
 - Cast to bool becomes NotEqual(x, 0): OpenVINO's CPU Convert to boolean gives False for NaN and for i32
   -2147483648 (ONNX: True), its NotEqual does not.
-- i8/u8 Add, Sub and Mul wrap in ONNX (onnxruntime: i8 127 + 1 = -128); OpenVINO's CPU plugin saturates them
-  (127): the conversion is exact while the results stay in the type.
+- i8/u8 Add, Sub, Mul, Div and i8 Abs wrap in ONNX (onnxruntime: i8 127 + 1 = -128, 100 * 3 = 44, |-128| =
+  -128); OpenVINO's CPU plugin saturates them (127). poolir computes them in i32 (where no i8/u8 result overflows) and Converts
+  back, which wraps as Cast does (below).
 - Max and Min propagate NaN (onnxruntime); OpenVINO's Maximum and Minimum give the second operand where either
   is NaN: the conversion is exact for inputs without NaN (as for Relu and Clip).
 - Neg becomes Multiply by -1, Reciprocal Divide(1, x), Ceil -Floor(-x): each exact in IEEE arithmetic
@@ -51,13 +52,26 @@ def _is_integer(element_type: str) -> bool:
     return bool(np.issubdtype(dtype_of(element_type), np.integer))
 
 
+_SATURATING = frozenset(("i8", "u8"))  # OpenVINO's CPU plugin saturates these where ONNX wraps (docstring)
+
+
 def _binary_layer(node: OnnxNode, layer_type: str, a: Value, b: Value, name: str | None = None,
                   extra: dict | None = None) -> Value:
     if a.element_type != b.element_type:
         raise InvalidModelError(f"{node.version.label} inputs have different element types "
                                 f"({a.element_type}, {b.element_type})")
     attrs = {"auto_broadcast": "numpy", **(extra or {})}
-    return node.layer(layer_type, [a, b], attrs, name=name or node.name)[0]
+    name = name or node.name
+    if a.element_type in _SATURATING and layer_type in ("Add", "Subtract", "Multiply", "Divide"):
+        wide = [_convert_to(node, x, "i32", f"{name}/{side}_i32") for side, x in (("a", a), ("b", b))]
+        result = node.layer(layer_type, wide, attrs, name=f"{name}/i32")[0]
+        return _convert_to(node, result, a.element_type, name)  # wraps into i8/u8, as ONNX's arithmetic
+    return node.layer(layer_type, [a, b], attrs, name=name)[0]
+
+
+def _convert_to(node: OnnxNode, x: Value, target: str, name: str) -> Value:
+    (ref,) = node.add("Convert", [x.ref], {"destination_type": target}, name=name)
+    return Value(ref, target, x.shape)
 
 
 def _scalar(node: OnnxNode, value, like: Value) -> Value:
@@ -69,6 +83,9 @@ def unary(node: OnnxNode) -> list[Value]:
     x = node.single_input()
     node.check_element_type(x)  # Sqrt and Floor: floats only (the runtime's rows)
     node.attributes()
+    if x.element_type == "i8" and node.version.op_type == "Abs":  # |-128| wraps to -128 in ONNX, saturates in IR
+        (wide,) = node.add("Abs", [_convert_to(node, x, "i32", f"{node.name}/i32").ref], name=f"{node.name}/abs")
+        return [_convert_to(node, Value(wide, "i32", x.shape), "i8", node.name)]
     (ref,) = node.add(_UNARY[node.version.op_type], [x.ref], name=node.name)
     return [Value(ref, x.element_type, x.shape)]
 

@@ -17,7 +17,7 @@ import numpy as np
 from poolir.converter.onnx_to_ir.convolution import convert_to
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.element_types import dtype_of
-from poolir.ir.errors import InvalidModelError
+from poolir.ir.errors import ConversionError, InvalidModelError
 from poolir.runtime.onnx_ops.matmul import c_is_optional
 
 _NARROW_FLOATS = ("f16", "bf16")
@@ -40,6 +40,10 @@ def matmul(node: OnnxNode) -> list[Value]:
     node.attributes()
     node.check_element_type(a)
     node.check_same_element_type(a, "A", [("B", b)])
+    if np.issubdtype(dtype_of(a.element_type), np.integer):
+        raise ConversionError(f"integer MatMul ({a.element_type}): OpenVINO's CPU plugin multiplies integers in "
+                              "float32, inexact past 2**24 (i32 [[16777217, 1]] x [[1], [4096]] gives 16781312, "
+                              "ONNX 16781313)")
     if not a.shape or not b.shape:
         raise InvalidModelError(f"inputs of shapes {list(a.shape)} and {list(b.shape)}: MatMul needs rank >= 1")
     y = node.add("MatMul", [a.ref, b.ref], {"transpose_a": False, "transpose_b": False}, node.name)[0]

@@ -13,6 +13,7 @@ Where ONNX and OpenVINO give one name two meanings:
   last one); IR Split needs an even split, so uneven parts become VariadicSplit with the lengths.
 - Slice: IR Slice-8 is ONNX Slice-10+'s definition (clamped starts/ends, negative steps, INT_MAX ends);
   Slice-1's attributes become its inputs.
+- Pad: negative pads crop (ONNX), first: a Slice-8 then the Pad of the positive amounts.
 - Shape start/end (opset 15) slice ShapeOf's output with Slice-8 under the same clamping rules.
 - Gather-8 takes negative indices like ONNX (Gather-1 and -7 do not).
 - Expand is Broadcast-3 with mode bidirectional (ONNX Expand broadcasts both ways).
@@ -28,6 +29,7 @@ import numpy as np
 
 from poolir.converter.onnx_to_ir.max_pool_indices import exact_divmod
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value, value_of
+from poolir.converter.onnx_to_ir.slice_axes import full_rank_bounds
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
 from poolir.runtime import onnx_ops
@@ -181,6 +183,11 @@ def slice_(node: OnnxNode) -> list[Value]:
             if count is None:
                 raise ConversionError("Slice without steps needs starts of a known length")
             steps = _i64(node, [1] * count)
+        if axes is not None and _known(node, axes) is None and len(x.shape) > 1:
+            # OpenVINO crashes on a Slice-8 with computed axes: name every axis instead (slice_axes.py)
+            starts, ends, steps = full_rank_bounds(node, len(x.shape), axes,
+                                                   {"starts": starts, "ends": ends, "steps": steps})
+            axes = None
         inputs = [x, starts, ends, steps] + ([axes] if axes is not None else [])
     return node.layer("Slice", inputs, name=node.name)
 
@@ -214,6 +221,9 @@ def _check_known_axes(node: OnnxNode, axes: Value | None, rank: int, added: bool
     """Squeeze/Unsqueeze axes known now, checked as the runtime checks them (ir.shapes.checked_axes), so the
     refusal names this node rather than the IR layer it would become; Unsqueeze's rank counts the added axes."""
     known = None if axes is None else node.builder.info(axes.ref).value
+    if axes is not None and known is None:  # refused here, naming the node, not by the IR layer's shape rule
+        raise ConversionError("the axes input must be constant to convert to IR (poolir's IR shape inference "
+                              "takes Squeeze/Unsqueeze dims from constant axes)")
     if known is not None:
         values = [int(v) for v in np.asarray(known).reshape(-1)]
         checked_axes(values, rank + len(values) if added else rank,

@@ -62,6 +62,12 @@ def reduce(node: OnnxNode) -> list[Value]:
         layer_type = "ReduceSum"
     else:
         layer_type = _DIRECT[op_type]
+    if x.element_type == "boolean":
+        # ReduceMax/ReduceMin-20 take bool; OpenVINO's Reduce* refuse it ("data_et.is_real() ||
+        # data_et.is_integral_number()"): reduce 0/1 as u8 and convert back, which is exact.
+        (source,) = node.layer("Convert", [x], {"destination_type": "u8"}, name=f"{node.name}/u8")
+        (reduced,) = node.layer(layer_type, [source, axes_value], {"keep_dims": keep_dims}, name=f"{node.name}/reduce")
+        return node.layer("Convert", [reduced], {"destination_type": "boolean"}, name=node.name)
     return node.layer(layer_type, [source, axes_value], {"keep_dims": keep_dims}, name=node.name)
 
 

@@ -15,8 +15,12 @@ def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with pythondiv=false), unlike numpy's floor division."""
     if is_float(a.dtype):
         return np.divide(a, b).astype(a.dtype, copy=False)
-    quotient = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -quotient, quotient).astype(a.dtype, copy=False)
+    # numpy floors; one up where the signs differ and the division is inexact truncates. (|a| // |b| would
+    # overflow at the type's minimum: i8 -128 / 127 gave 2, not -1.)
+    with np.errstate(all="ignore"):  # the type's minimum / -1 has no value in the type (C: undefined)
+        quotient = np.floor_divide(a, b)
+        inexact_negative = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+    return (quotient + inexact_negative.astype(quotient.dtype)).astype(a.dtype, copy=False)
 
 
 def power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:

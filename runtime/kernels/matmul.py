@@ -3,9 +3,9 @@
 Accumulation: float32 operands are multiplied by BLAS sgemm (float32 accumulators), float64 by dgemm.
 float16 and bfloat16 are widened to float32, multiplied there and rounded once at the end: numpy has no
 half-precision GEMM (its float16 matmul is a slow non-BLAS loop), and onnxruntime's float16 MatMul and
-Gemm on this CPU also equal float32 results rounded once. Integer operands are refused: this runtime
-serves CNN layers in floating point (numpy's integer matmul would be exact modulo wrap-around, if an
-integer MatMul is ever wanted). Operands must share one element type, as ONNX's T requires. The
+Gemm on this CPU also equal float32 results rounded once. MatMul takes int32/int64/uint32/uint64 too (ONNX
+MatMul-9): numpy's integer matmul, exact modulo wrap-around, as onnxruntime's; Gemm takes floats only (onnxruntime
+has no integer Gemm to check one against). Operands must share one element type, as ONNX's T requires. The
 summation order is BLAS's, so results differ from other engines by rounding only (at most about
 K * eps * sum |a * b| for K-term dot products). Results are always fresh arrays.
 """
@@ -21,13 +21,15 @@ from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 __all__ = ["matmul", "gemm"]
 
 
-def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def matmul(a: np.ndarray, b: np.ndarray, *, integers: bool = False) -> np.ndarray:
     """ONNX MatMul = numpy.matmul: a [..., M, K] times b [..., K, N] -> [..., M, N], batch axes broadcast.
 
     A 1-D a is a row vector [1, K] and a 1-D b a column vector [K, 1]; the added axis is removed from
-    the result (1-D times 1-D is a 0-d scalar array). Both operands need rank >= 1 and one float dtype.
+    the result (1-D times 1-D is a 0-d scalar array). Both operands need rank >= 1 and one float dtype
+    (`integers`: or int32/int64/uint32/uint64, for ONNX; OpenVINO's CPU plugin multiplies integers in
+    float32, which the IR runtime does not imitate, so it leaves them refused).
     """
-    a, b = _operands("MatMul", a=a, b=b)
+    a, b = _operands("MatMul", integers, a=a, b=b)
     if a.ndim == 0 or b.ndim == 0:
         raise UsageError(f"MatMul operands need rank >= 1, got shapes {a.shape} and {b.shape}")
     inner_a, inner_b = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
@@ -83,16 +85,21 @@ def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: fl
     return _rounded(result, a.dtype)
 
 
-def _operands(op: str, **arrays) -> list[np.ndarray]:
-    """The operands as native-byte-order arrays of one supported float dtype (else UsageError)."""
+_INTEGERS = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
+
+
+def _operands(op: str, integers: bool = False, **arrays) -> list[np.ndarray]:
+    """The operands as native-byte-order arrays of one supported dtype (else UsageError): a float type, or
+    with `integers` (MatMul) an integer type of at least 32 bits too."""
     converted = []
     for name, array in arrays.items():
         array = np.asarray(array)
         if not array.dtype.isnative:
             array = array.astype(array.dtype.newbyteorder("="))
-        if not is_float(array.dtype):
+        if not is_float(array.dtype) and not (integers and array.dtype in _INTEGERS):
             raise UsageError(f"{op} operand {name} of element type {array.dtype} is not supported "
-                             "(float16, bfloat16, float32 and float64 are)")
+                             "(float16, bfloat16, float32 and float64 are"
+                             + (", and int32, int64, uint32, uint64)" if integers else ")"))
         converted.append(array)
     dtypes = {array.dtype for array in converted}
     if len(dtypes) > 1:

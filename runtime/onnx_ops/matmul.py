@@ -1,8 +1,8 @@
 """ONNX MatMul and Gemm: version rows and adapters onto runtime.kernels.matmul.
 
 - MatMul (1, 9, 13): numpy.matmul semantics (1-D operands become a row / a column vector and the added axis
-  is removed; batch axes broadcast). MatMul-9 adds integer types and 13 bfloat16; poolir runs the float
-  types (its kernel accumulates floats through BLAS), so the rows list those.
+  is removed; batch axes broadcast). MatMul-9 adds int32, int64, uint32 and uint64 (wrapping on overflow, as
+  onnxruntime's), 13 bfloat16.
 - Gemm (1, 6, 7, 9, 11, 13): Y = alpha * A' B' + beta * C. Before 7, C broadcasts to [M, N] only with
   broadcast=1; with broadcast=0 it must already be [M, N]. From 7, C broadcasts unidirectionally. From 11,
   C is optional. Gemm-6 only dropped Gemm-1's legacy optimisation attributes (none are in the table).
@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.matmul import gemm, matmul
+import numpy as np
+
 from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
 from poolir.runtime.onnx_ops.registry import FLOAT, INT, REMOVED, Attribute, NodeContext, Step, adapter, define
 
-define("MatMul", [(1, {}, FLOAT_TYPES), (9, {}), (13, {}, FLOAT_TYPES_BF16)])
+_MATMUL_INTEGERS = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
+define("MatMul", [(1, {}, FLOAT_TYPES), (9, {}, FLOAT_TYPES | _MATMUL_INTEGERS),
+                  (13, {}, FLOAT_TYPES_BF16 | _MATMUL_INTEGERS)])
 define("Gemm", [
     (1, {"alpha": Attribute(FLOAT, 1.0), "beta": Attribute(FLOAT, 1.0), "broadcast": Attribute(INT, 0),
          "transA": Attribute(INT, 0), "transB": Attribute(INT, 0)}, FLOAT_TYPES),
@@ -43,7 +47,7 @@ def plan_matmul(ctx: NodeContext) -> Step:
 
     def run(a, b):
         check_dtype(version, a.dtype)
-        return (matmul(a, b),)
+        return (matmul(a, b, integers=True),)
     return run
 
 

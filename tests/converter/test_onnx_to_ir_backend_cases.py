@@ -39,7 +39,6 @@ REFUSED = (
     "has no IR equivalent",           # element types poolir's IR lacks (bool, string, uint16/32/64, int16, float8...)
     "floating-point Mod",             # float Mod: no exact IR (elementwise.py)
     "Pad mode 'wrap'",                # no IR pad mode
-    "negative pads",                  # cropping Pad
     "supported from opset",           # versions before the runtime table's first row
     "is defined for",                 # e.g. Neg on unsigned types
     "exponent",                       # Pow with an integer base and a float exponent

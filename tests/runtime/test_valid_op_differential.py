@@ -14,7 +14,8 @@ from onnx import helper, numpy_helper
 
 from poolir import ir, runtime
 from poolir.converter.onnx_to_ir import onnx_to_ir
-from tests.peers import onnxruntime_run, openvino_run_xml
+from poolir.ir.errors import ConversionError
+from tests.peers import onnxruntime_run, openvino_run_onnx, openvino_run_xml
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -2**63
 
@@ -96,3 +97,94 @@ def test_hard_swish_float64_alpha_is_f32():
     expected = onnxruntime_run(model, feeds)["y0"]
     assert expected[0] == 0.6666666716337204
     np.testing.assert_array_equal(runtime.run(model, feeds)["y0"], expected)
+
+
+# -- Integer arithmetic at the edges of i8/u8. ONNX wraps (onnxruntime: i8 100 * 3 = 44); OpenVINO's CPU plugin
+# saturates i8/u8 Add/Subtract/Multiply/Divide (127), so poolir's IR used to give 127 where ONNX gives 44: the
+# converter now computes in i32 and Converts back (a wrap). And poolir's own ONNX Div took |a| // |b|, which
+# overflows at the type's minimum (i8 -128 / 127 gave 2, not -1).
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_small_integer_arithmetic_wraps(op, dtype, tmp_path):
+    info = np.iinfo(dtype)
+    feeds = {"a": np.array([info.max, info.min, info.max, 100, 7, info.min, 12], dtype),
+             "b": np.array([1, 1, info.max, 3, 100, info.max, 5], dtype)}
+    in_both_worlds(node_model(op, 14, feeds), feeds, tmp_path)
+
+
+def test_int8_abs_wraps(tmp_path):
+    feeds = {"x": np.array([-128, -127, 0, 5, 127], np.int8)}
+    in_both_worlds(node_model("Abs", 13, feeds), feeds, tmp_path)
+
+
+def test_int32_division_at_the_minimum():
+    feeds = {"a": np.array([-2**31, -2**31, -7, 7, 2**31 - 1], np.int32),
+             "b": np.array([2**31 - 1, 2, 2, -2, -2**31], np.int32)}
+    model = node_model("Div", 14, feeds)
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y0"], onnxruntime_run(model, feeds)["y0"])
+
+
+# -- ReduceMax / ReduceMin of bool (opset 20): OpenVINO's Reduce* refuse boolean data, so poolir's IR of them did
+# not load; they are reduced as u8 now.
+
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_max_min_of_bool(op, keepdims, tmp_path):
+    feeds = {"x": np.array([[True, False, False], [False, False, False]])}
+    model = node_model(op, 20, feeds, {"axes": np.array([-1])}, keepdims=keepdims)
+    in_both_worlds(model, feeds, tmp_path)
+
+
+# -- Integer MatMul (MatMul-9 adds int32, int64, uint32, uint64): poolir refused it ("input type int32 is not
+# allowed for MatMul-9"). It runs now, wrapping on overflow as onnxruntime does. ONNX -> IR refuses it, naming
+# the node: OpenVINO's CPU plugin multiplies integers in float32 (pinned here).
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("opset", [9, 13])
+def test_integer_matmul(dtype, opset):
+    feeds = {"a": np.array([[[16777217, 1], [2**20, -3]]], dtype), "b": np.array([[1, 0], [4096, 2**31 - 1]], dtype)}
+    model = node_model("MatMul", opset, feeds)
+    _equal(runtime.run(model, feeds), onnxruntime_run(model, feeds), "poolir (ONNX)")
+    with pytest.raises(ConversionError, match=r"node 'node' \(MatMul\): integer MatMul"):
+        onnx_to_ir(model)
+    assert openvino_run_onnx(model, feeds)["y0"][0, 0, 0] == 16781312  # OpenVINO's own frontend: float32
+
+
+# -- Slice with axes fed at run time: OpenVINO 2026.4 crashed (SIGSEGV) on poolir's IR, a Slice-8 with a computed
+# axes input (OpenVINO's own frontend writes the same layer and crashes too). poolir names every axis instead,
+# moving the bounds without arithmetic (the plugin's integer ReduceSum runs in float32: INT32_MAX -> INT32_MIN).
+
+@pytest.mark.parametrize("axes,starts,ends,steps", [([0], [1], [3], [1]), ([-1], [1], [3], [1]),
+                                                    ([1, 0], [1, -9], [3, 9], [1, -1]),
+                                                    ([-1, 0], [-1, 0], [-9, 9], [-2, 1]),
+                                                    ([2, 0, 1], [1 - 2**31, 2**31 - 2, 0],
+                                                     [2**31 - 2, -2**31, 2**31 - 2], [1, -1, 1])])
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_slice_with_computed_axes(axes, starts, ends, steps, dtype, tmp_path):
+    feeds = {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4), "axes": np.array(axes, dtype)}
+    constants = {"starts": np.array(starts, dtype), "ends": np.array(ends, dtype), "steps": np.array(steps, dtype)}
+    model = node_model("Slice", 13, feeds, constants, inputs=["x", "starts", "ends", "axes", "steps"])
+    in_both_worlds(model, feeds, tmp_path)
+
+
+# -- Pad with negative pads (cropping), which ONNX allows: ONNX -> IR refused them ("negative pads ... are not
+# converted") though a Slice-8 then a Pad is exact (the crop comes first, as onnxruntime computes it).
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("pads", [[0, -1, 1, 0, 2, -2], [-1, 0, 0, 0, -1, -1], [1, -2, 2, -1, 1, 1]])
+def test_pad_with_negative_pads(mode, pads, tmp_path):
+    feeds = {"x": np.arange(60, dtype=np.float32).reshape(3, 4, 5)}
+    model = node_model("Pad", 13, feeds, {"pads": np.array(pads), "value": np.array(2.5, np.float32)},
+                       mode=mode, inputs=["x", "pads"] + (["value"] if mode == "constant" else []))
+    in_both_worlds(model, feeds, tmp_path)
+
+
+# -- Squeeze/Unsqueeze with axes computed at run time are refused by ONNX -> IR; the refusal named the IR layer
+# ("layer 'node' (id 2, Unsqueeze)") instead of the ONNX node.
+
+@pytest.mark.parametrize("op,shape", [("Squeeze", (2, 1, 3)), ("Unsqueeze", (2, 3))])
+def test_computed_squeeze_axes_refused_naming_the_node(op, shape):
+    feeds = {"x": np.ones(shape, np.float32), "axes": np.array([1])}
+    with pytest.raises(ConversionError, match=rf"^node 'node' \({op}\): the axes input must be constant"):
+        onnx_to_ir(node_model(op, 13, feeds))
