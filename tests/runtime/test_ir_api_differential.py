@@ -81,3 +81,39 @@ def test_pad_12_negative_pads_index_the_uncropped_input(tmp_path, mode, begin, e
     if mode != "symmetric":  # ONNX Pad has no symmetric mode
         np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"],
                                       expected)
+
+
+@pytest.mark.parametrize("op, dtype, values, axes, keep", [
+    ("reduce_mean", np.uint8, [[200, 200, 7], [255, 1, 2]], [1], False),   # the sum saturates first: 127
+    ("reduce_sum", np.uint8, [[200, 200, 7], [255, 1, 2]], [0, 1], True),
+    ("reduce_mean", np.int8, [[-100, -100, -100], [1, 2, 3]], [1], False),  # -128 / 3 truncated: -42
+    ("reduce_l1", np.int8, [[-128, -3, 5], [0, 127, -1]], [], True),       # each element alone: 127 for -128
+    ("reduce_l2", np.int8, [[-128, -3, 5], [0, 12, -11]], [], True),       # trunc(sqrt(min(x*x, 127)))
+    ("reduce_l2", np.int8, [[-128, -3, 5], [0, 12, -11]], [0], False),
+    ("reduce_l1", np.float32, [[-0.5, 2.0, -3.0]], [], True),              # |x|, not x
+    ("reduce_l2", np.float32, [[-0.5, 2.0, -3.0]], [], True),
+])
+def test_reductions_of_small_integers_and_over_no_axes(tmp_path, op, dtype, values, axes, keep):
+    # poolir summed i8/u8 in their own type (wrapping: ReduceMean of u8 [200, 200] was 72) where OpenVINO's
+    # CPU plugin saturates, and returned x itself for ReduceL1/L2 over no axes (OpenVINO: |x|).
+    module = ov4 if op in ("reduce_l1", "reduce_l2") else ov1
+    x = _param(np.shape(values), dtype)
+    node = getattr(module, op)(x, np.array(axes, np.int64), keep)
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    assert_matches_openvino(path, {"x": np.array(values, dtype)}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("build, element_type, opset, pattern", [
+    (lambda x: ov1.reduce_sum(x, np.array([0], np.int64), False), np.int8, 22, "ONNX ReduceSum does not take"),
+    (lambda x: ov1.reduce_mean(x, np.array([0], np.int64), False), np.uint8, 22, "ONNX ReduceMean does not take"),
+    (lambda x: ov1.reduce_max(x, np.array([0], np.int64), False), np.int8, 11, "ReduceMax on i8, from opset 12"),
+    (lambda x: ov1.power(x, x), np.int8, 22, "ONNX Pow does not take"),
+    (lambda x: ov1.add(x, x), np.int8, 13, "Add on i8, from opset 14"),
+])
+def test_ir_to_onnx_refuses_element_types_onnx_does_not_take(tmp_path, build, element_type, opset, pattern):
+    # poolir wrote ReduceSum/ReduceMean/Pow on int8 (onnxruntime: "Type 'tensor(int8)' ... is invalid").
+    from poolir import converter, ir
+    x = _param([3, 2], element_type)
+    path = save_ir([_named(build(x))], [x], tmp_path / "m.xml")
+    with pytest.raises(ConversionError, match=pattern):
+        converter.ir_to_onnx(ir.read_model(path), opset=opset)
