@@ -117,3 +117,21 @@ def test_ir_to_onnx_refuses_element_types_onnx_does_not_take(tmp_path, build, el
     path = save_ir([_named(build(x))], [x], tmp_path / "m.xml")
     with pytest.raises(ConversionError, match=pattern):
         converter.ir_to_onnx(ir.read_model(path), opset=opset)
+
+
+@pytest.mark.parametrize("version, axes, skip", [(1, [], False), (15, [], False), (15, [0, 1, 3], True),
+                                                 (15, [-2], True)])
+def test_squeeze_with_an_empty_axes_input_removes_every_dim_of_1(tmp_path, version, axes, skip):
+    # poolir removed nothing for axes [] (OpenVINO: every dim of 1, in both versions).
+    import openvino.opset15 as ov15
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    x = _param([1, 5, 1, 4], np.float32)
+    axes_node = ov.op.Constant(ov.Type.i64, ov.Shape([len(axes)]), axes)
+    node = ov1.squeeze(x, axes_node) if version == 1 else ov15.squeeze(x, axes_node, skip)
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    feeds = {"x": np.arange(20, dtype=np.float32).reshape(1, 5, 1, 4)}
+    expected = assert_matches_openvino(path, feeds)["y"]
+    got = onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"]
+    assert got.shape == expected.shape and np.array_equal(got, expected)
