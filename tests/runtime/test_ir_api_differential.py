@@ -135,3 +135,23 @@ def test_squeeze_with_an_empty_axes_input_removes_every_dim_of_1(tmp_path, versi
     expected = assert_matches_openvino(path, feeds)["y"]
     got = onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"]
     assert got.shape == expected.shape and np.array_equal(got, expected)
+
+
+def test_adaptive_max_pool_with_indices_keeps_its_output_names_in_onnx(tmp_path):
+    # Bins that divide the input (MaxPool + Mod in ONNX): output 0 was named twice, so the ONNX graph output was
+    # "y_2" instead of the IR tensor name "y".
+    import openvino.opset8 as ov8
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    x = _param([2, 3, 4, 6], np.float32)
+    node = ov8.adaptive_max_pool(x, np.array([2, 3], np.int64), "i32")
+    node.output(0).get_tensor().set_names({"y"})
+    node.output(1).get_tensor().set_names({"i"})
+    path = save_ir(list(node.outputs()), [x], tmp_path / "m.xml")
+    feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 4, 6)).astype(np.float32)}
+    expected = assert_matches_openvino(path, feeds)
+    got = onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)
+    assert sorted(got) == ["i", "y"]
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name])
