@@ -155,3 +155,28 @@ def test_adaptive_max_pool_with_indices_keeps_its_output_names_in_onnx(tmp_path)
     assert sorted(got) == ["i", "y"]
     for name in expected:
         np.testing.assert_array_equal(got[name], expected[name])
+
+
+@pytest.mark.parametrize("ir_version", [10, 11])
+def test_verify_names_the_diverging_node_of_an_ir_without_port_names(tmp_path, ir_version):
+    # x -> Log -> ReLU -> Multiply -> Sigmoid: log of a negative is NaN, which OpenVINO's ReLU makes 0 and ONNX's
+    # keeps, so runtime(ir->onnx) parts from the IR at 'relu'. OpenVINO names only the output port ('y'), and
+    # an IR v10 (written here as OpenVINO before 2022 wrote it: version 10, no names attributes) none: verify
+    # said "the path exposes none of the reference's tensors by name" (v10), or named 'sig', the last node (v11).
+    import re
+
+    from poolir.converter.verify import verify_paths
+
+    x = _param([1, 8], np.float32)
+    relu = ov1.relu(ov1.log(x))
+    relu.set_friendly_name("relu")
+    scaled = ov1.multiply(relu, np.full((1, 8), 2.0, np.float32))
+    path = save_ir([_named(ov1.sigmoid(scaled))], [x], tmp_path / "m.xml")
+    if ir_version == 10:
+        text = path.read_text().replace('version="11"', 'version="10"')
+        path.write_text(re.sub(r' names="[^"]*"', "", text))
+    np.savez(tmp_path / "in.npz", x=np.linspace(-1, 1, 8, dtype=np.float32).reshape(1, 8))
+    report = verify_paths([path], inputs=tmp_path / "in.npz")
+    (model,) = report.models
+    located = [location for location in model.locations if location.divergence is not None]
+    assert [(loc.path, loc.divergence.node) for loc in located] == [("runtime(ir->onnx)", "relu")]
