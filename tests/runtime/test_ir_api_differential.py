@@ -180,3 +180,50 @@ def test_verify_names_the_diverging_node_of_an_ir_without_port_names(tmp_path, i
     (model,) = report.models
     located = [location for location in model.locations if location.divergence is not None]
     assert [(loc.path, loc.divergence.node) for loc in located] == [("runtime(ir->onnx)", "relu")]
+
+
+def _preprocessed_cnn(path, resize: bool):
+    """A small CNN behind OpenVINO's PrePostProcessor: u8 NHWC input, convert_element_type, reverse_channels,
+    mean/scale, NHWC -> NCHW (and optionally resize, which becomes Interpolate); u8 NHWC output."""
+    import openvino.opset8 as ov8
+    from openvino.preprocess import PrePostProcessor, ResizeAlgorithm
+
+    rng = np.random.default_rng(0)
+    x = _param([1, 3, 6, 6], np.float32)
+    conv = ov1.convolution(x, rng.standard_normal((4, 3, 3, 3)).astype(np.float32), [1, 1], [1, 1], [1, 1], [1, 1])
+    pool = ov8.max_pool(ov1.relu(conv), [2, 2], [1, 1], [0, 0], [0, 0], [2, 2], "ceil")
+    ppp = PrePostProcessor(ov.Model([_named(pool)], [x], "cnn"))
+    ppp.input().tensor().set_element_type(ov.Type.u8).set_layout(ov.Layout("NHWC"))
+    if resize:
+        ppp.input().tensor().set_spatial_static_shape(9, 9)
+        ppp.input().preprocess().resize(ResizeAlgorithm.RESIZE_LINEAR)
+    ppp.input().model().set_layout(ov.Layout("NCHW"))
+    ppp.input().preprocess().convert_element_type(ov.Type.f32).reverse_channels().mean([1.0, 2.0, 3.0]) \
+        .scale([64.0, 32.0, 16.0])
+    ppp.output().model().set_layout(ov.Layout("NCHW"))
+    ppp.output().tensor().set_layout(ov.Layout("NHWC")).set_element_type(ov.Type.f16)
+    ov.save_model(ppp.build(), str(path), compress_to_fp16=False)
+    return path
+
+
+def test_preprocessing_written_by_openvino_runs_converts_and_round_trips(tmp_path):
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run, openvino_run_xml
+
+    path = _preprocessed_cnn(tmp_path / "m.xml", resize=False)
+    feeds = {"x": np.random.default_rng(1).integers(0, 256, (1, 6, 6, 3)).astype(np.uint8)}
+    expected = assert_matches_openvino(path, feeds, rtol=1e-3, atol=1e-3)["y"]
+    assert expected.dtype == np.float16 and expected.shape == (1, 3, 3, 4)
+    np.testing.assert_allclose(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"].astype(float),
+                               expected.astype(float), rtol=1e-3, atol=1e-3)
+    ir.write_model(ir.read_model(path), tmp_path / "poolir.xml")
+    np.testing.assert_array_equal(openvino_run_xml(tmp_path / "poolir.xml", feeds)["y"], expected)
+
+
+def test_preprocessing_with_resize_is_refused_naming_interpolate(tmp_path):
+    from poolir import ir, runtime
+    from poolir.ir.errors import UnsupportedError
+
+    path = _preprocessed_cnn(tmp_path / "m.xml", resize=True)
+    with pytest.raises(UnsupportedError, match=r"unsupported layer types: Interpolate-opset11$"):
+        runtime.Session(ir.read_model(path))
