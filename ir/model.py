@@ -187,3 +187,29 @@ class Model:
             self._edge_count = len(self.edges)
             edge = self._producers.get(key)
         return edge
+
+
+def unnamed_port_key(layer: Layer, index: int) -> str:
+    """The name an output port without tensor names goes by (IR v10 names none; OpenVINO's v11 few): its layer's
+    name, with ":<index>" when the layer has several outputs. IR -> ONNX names the port's tensor so, and a run
+    reports it so (observed_port_names), which lets `verify` compare the two paths there."""
+    return layer.name if len(layer.outputs) == 1 else f"{layer.name}:{index}"
+
+
+def observed_port_names(model: Model) -> dict[tuple[int, int], tuple[str, ...]]:
+    """(layer id, port id) -> the names a run reports the output port's value under: its tensor names, or for a
+    port without any (not of a Parameter, Const or Result) its unnamed_port_key when that key is no tensor name
+    and no other port's key, so that no name stands for two values."""
+    tensor_names = {name for layer in model.layers for port in layer.outputs for name in port.names}
+    keys: dict[tuple[int, int], str] = {}
+    holders: dict[str, int] = {}
+    for layer in model.layers:
+        for index, port in enumerate(layer.outputs):
+            if port.names or layer.type in ("Parameter", "Const", "Result"):
+                continue
+            key = unnamed_port_key(layer, index)
+            keys[(layer.id, port.id)] = key
+            holders[key] = holders.get(key, 0) + 1
+    names = {(layer.id, port.id): tuple(port.names) for layer in model.layers for port in layer.outputs}
+    names.update((where, (key,)) for where, key in keys.items() if holders[key] == 1 and key not in tensor_names)
+    return names

@@ -26,7 +26,7 @@ from poolir.ir.budget import bytes_in_use
 from poolir.ir.element_types import DTYPES, dtype_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, layer_label
 from poolir.ir.infer import Inference, infer_model, infer_with_inputs
-from poolir.ir.model import Layer, Model
+from poolir.ir.model import Layer, Model, observed_port_names
 from poolir.ir.schema import refuse_unknown_layers
 from poolir.ir.validate import topological_order, validate_graph
 from poolir.runtime.ir_ops.registry import BUILDERS, EXECUTOR_LAYER_TYPES, LayerFn, LayerInfo, supported_layer_types
@@ -53,6 +53,7 @@ class IRProgram:
         # ir/validate.py: duplicate ids, dangling or doubled edges, unconnected ports, port counts, the schema
         # (op version, typed attributes, allowed values, defaults) and attribute ranges; then the order.
         validate_graph(model)
+        self._observed = observed_port_names(model)  # what `observe` reports each output port under
         order = topological_order(model)
         layers = {layer.id: layer for layer in model.layers}
         producers = {(edge.to_layer, edge.to_port): (edge.from_layer, edge.from_port) for edge in model.edges}
@@ -153,7 +154,7 @@ class IRProgram:
                 value = np.require(value, requirements="C")
                 value.flags.writeable = False
                 self._constants[slot] = value
-                self._folded_outputs.extend((name, slot) for name in port.names)
+                self._folded_outputs.extend((name, slot) for name in self._observed[(step.layer.id, port.id)])
         read = {slot for step in kept for slot in step.inputs} | {slot for _, slot in self._results}
         self._constants = {slot: data for slot, data in self._constants.items() if slot in read}
         self._folded_outputs = [(name, slot) for name, slot in self._folded_outputs if slot in self._constants]
@@ -253,9 +254,9 @@ class IRProgram:
                 raise InvalidModelError(f"cannot execute with these input shapes: {error}", file=self.file,
                                         where=layer_label(step.layer.name, step.layer.id,
                                                           step.layer.type)) from None
-            if observe is not None:  # each output by its tensor names (IR v11; v10 ports have none)
+            if observe is not None:  # each output by its tensor names, an unnamed one by its layer's (IR v10)
                 for port, value in zip(step.layer.outputs, results):
-                    for name in port.names:
+                    for name in self._observed[(step.layer.id, port.id)]:
                         observe(name, value)
             for slot in step.releases:
                 live.remove(values[slot])

@@ -59,7 +59,7 @@ def adaptive_pool(context: Context, layer: Layer) -> None:
         if not want_indices:
             context.node_into(window_op, [source], [values], layer.name, kernel_shape=kernel, strides=kernel)
             return
-        _max_pool_with_indices(context, layer, kernel, math.prod(lengths))
+        _max_pool_with_indices(context, layer, values, kernel, math.prod(lengths))
         return
     if want_indices and any(length is None for length in lengths):
         raise ConversionError("AdaptiveMaxPool indices with dynamic spatial dims are not converted: the per-bin "
@@ -67,13 +67,15 @@ def adaptive_pool(context: Context, layer: Layer) -> None:
     _per_axis(context, layer, source, values, lengths, out, reduce_op, info.element_type, want_indices)
 
 
-def _max_pool_with_indices(context: Context, layer: Layer, kernel: list[int], slab: int) -> None:
+def _max_pool_with_indices(context: Context, layer: Layer, values: str, kernel: list[int], slab: int) -> None:
+    """`values`: the ONNX name already given to output 0 (naming it again would claim a second name, and the
+    graph output would lose the IR tensor's name)."""
     since = first_opset_where("MaxPool", lambda row: row.max_outputs >= 2)
     context.check_opset(since, f"the indices output needs MaxPool-{since}")
     mod_since = first_opset("Mod")
     context.check_opset(mod_since, f"the per-slab indices need Mod, from opset {mod_since}")
     flat = context.fresh(f"{layer.name}/flat_indices")
-    context.node_into("MaxPool", [context.input(layer, 0)], [context.name_output(layer, 0), flat], layer.name,
+    context.node_into("MaxPool", [context.input(layer, 0)], [values, flat], layer.name,
                       kernel_shape=kernel, strides=kernel)
     index_type = layer.attrs["index_element_type"]
     final = context.name_output(layer, 1)

@@ -12,7 +12,7 @@ from poolir.converter.element_types import onnx_element_type
 from poolir.ir.errors import ConversionError
 from poolir.ir.infer import Inference
 from poolir.ir.shapes import TensorInfo
-from poolir.ir.model import Layer, Model, Port
+from poolir.ir.model import Layer, Model, Port, unnamed_port_key
 
 
 @dataclass
@@ -78,8 +78,7 @@ class Context:
         """A fresh ONNX tensor name for output `index` of `layer` (its IR tensor name when it has one)."""
         port = layer.outputs[index]
         tensor_name = port_name(port)
-        name = self.claim(tensor_name) if tensor_name else \
-            self.fresh(layer.name if len(layer.outputs) == 1 else f"{layer.name}:{index}")
+        name = self.claim(tensor_name) if tensor_name else self.fresh(unnamed_port_key(layer, index))
         self.tensors[(layer.id, port.id)] = name
         return name
 

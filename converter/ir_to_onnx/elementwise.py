@@ -44,6 +44,7 @@ def floor(context: Context, layer: Layer) -> None:
 
 def _binary(op_type: str) -> Callable[[Context, Layer], None]:
     def convert(context: Context, layer: Layer) -> None:
+        check_writes(context, op_type, context.input_info(layer, 0).element_type, layer.type)
         context.node_into(op_type, [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
                           layer.name)
     return convert
@@ -89,6 +90,7 @@ def _refuse_integer_division_by_zero(context: Context, layer: Layer) -> None:
 
 def divide(context: Context, layer: Layer) -> None:
     _refuse_integer_division_by_zero(context, layer)
+    check_writes(context, "Div", context.input_info(layer, 0).element_type, layer.type)
     a, b = context.input(layer, 0), context.input(layer, 1)
     output = context.name_output(layer, 0)
     if _is_integer(context.input_info(layer, 0).element_type) and layer.attrs.get("m_pythondiv", True):

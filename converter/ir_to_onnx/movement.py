@@ -115,12 +115,31 @@ def transpose(context: Context, layer: Layer) -> None:
     context.node_into("Transpose", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name, **attrs)
 
 
+def _squeezed_axes(context: Context, layer: Layer, axes: list[int]) -> list[int]:
+    """The axes an IR Squeeze removes: every dim of 1 for an empty list (ir/ops/movement.py), and with
+    allow_axis_skip (Squeeze-15) only the listed dims that are 1; ONNX Squeeze refuses to squeeze any other."""
+    shape = context.input_info(layer, 0).shape
+    if not axes:
+        return [i for i, dim in enumerate(shape) if dim.is_static and dim.min == 1]
+    if not layer.attrs.get("allow_axis_skip", False):
+        return axes
+    if any(not shape[a].is_static for a in axes):
+        raise ConversionError(f"Squeeze-15 with allow_axis_skip over a dynamic dim (axes {axes}): whether it goes "
+                              "depends on the run")
+    return [a for a in axes if shape[a].min == 1]
+
+
 def _squeeze_like(op_type: str) -> Callable[[Context, Layer], None]:
     def convert(context: Context, layer: Layer) -> None:
         inputs = [context.input(layer, 0)]
         attrs = {}
         if len(layer.inputs) > 1:
             axes = context.constant_ints(layer, 1, "axes")
+            if op_type == "Squeeze":
+                axes = _squeezed_axes(context, layer, axes)
+                if not axes:  # nothing to squeeze; an empty ONNX axes list would squeeze every dim of 1
+                    context.node_into("Identity", inputs, [context.name_output(layer, 0)], layer.name)
+                    return
             if has_attribute(op_type, context.opset, "axes"):
                 attrs["axes"] = axes
             else:

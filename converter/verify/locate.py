@@ -48,6 +48,7 @@ from poolir import runtime
 from poolir.converter.verify.compare import COMPUTED_AS, Mismatch, ToleranceOptions, compare, tolerance_for
 from poolir.converter.verify.node_recompute import recompute
 from poolir.ir.budget import max_memory
+from poolir.ir.model import observed_port_names
 from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_model import default_opset
 
@@ -138,22 +139,27 @@ def graph_nodes(model) -> dict[str, NodeInfo]:
         return nodes
     producers = {(edge.to_layer, edge.to_port): (edge.from_layer, edge.from_port) for edge in model.edges}
     layers = {layer.id: layer for layer in model.layers}
-    upstream = _named_upstream(model.layers, layers, producers)
+    observed = observed_port_names(model)  # an unnamed port by its layer's name, as a run reports it
+
+    def names_of(layer_id: int, port_id: int) -> tuple[str, ...]:
+        return observed.get((layer_id, port_id), ())
+
+    upstream = _named_upstream(model.layers, layers, producers, names_of)
     for layer in model.layers:
         if layer.type in ("Parameter", "Const", "Result"):
             continue
         inputs = []
         for port in layer.inputs:
             source = producers.get((layer.id, port.id))
-            names = layers[source[0]].port(source[1]).names if source else ()
+            names = names_of(*source) if source else ()
             inputs.append(names[0] if names else "")
         info = NodeInfo(layer.name, f"{layer.type}-{layer.version}",
                         {k: _attribute_text(v) for k, v in layer.attrs.items()}, tuple(inputs), upstream[layer.id])
-        nodes.update((name, info) for port in layer.outputs for name in port.names)
+        nodes.update((name, info) for port in layer.outputs for name in names_of(layer.id, port.id))
     return nodes
 
 
-def _named_upstream(ordered, layers, producers) -> dict[int, tuple[str, ...]]:
+def _named_upstream(ordered, layers, producers, names_of) -> dict[int, tuple[str, ...]]:
     """Layer id -> the nearest named tensors its inputs are computed from (an input's own name when its port
     has one, else what its producer's inputs are computed from). Iterative: an unnamed chain is as long as the
     network (IR v10 names nothing)."""
@@ -169,7 +175,7 @@ def _named_upstream(ordered, layers, producers) -> dict[int, tuple[str, ...]]:
             if layer_id in found:
                 stack.pop()
                 continue
-            unnamed = [source for source, port in sources(layer_id) if not layers[source].port(port).names
+            unnamed = [source for source, port in sources(layer_id) if not names_of(source, port)
                        and source not in found and source not in entered]  # `entered`: a cycle ends here
             if unnamed and layer_id not in entered:
                 entered.add(layer_id)
@@ -178,7 +184,7 @@ def _named_upstream(ordered, layers, producers) -> dict[int, tuple[str, ...]]:
             stack.pop()
             names: dict[str, None] = {}
             for source, port in sources(layer_id):
-                own = layers[source].port(port).names
+                own = names_of(source, port)
                 names.update(dict.fromkeys(own[:1] if own else found.get(source, ())))
             found[layer_id] = tuple(names)
     return found

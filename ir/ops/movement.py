@@ -107,14 +107,15 @@ def infer_reshape(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
 def infer_squeeze(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data = inputs[0]
     rank = len(data.shape)
-    if len(inputs) == 1:
+    axes = axes_of(inputs[1], rank) if len(inputs) > 1 else []
+    if axes is None:
+        raise UnsupportedError("Squeeze axes must be constant (the output rank depends on them)")
+    if not axes:
+        # No axes, or an empty axes input: every dim of 1 goes (OpenVINO 2026.4, Squeeze-1 and -15 alike:
+        # [1,5,1,4] with axes [] gives [5,4]), so the output rank depends on the dims.
         if not all(d.is_static for d in data.shape):
             raise UnsupportedError("Squeeze without axes on a dynamic shape has a dynamic rank")
         axes = [i for i, d in enumerate(data.shape) if d.min == 1]
-    else:
-        axes = axes_of(inputs[1], rank)
-        if axes is None:
-            raise UnsupportedError("Squeeze axes must be constant (the output rank depends on them)")
     for axis in axes:
         dim = data.shape[axis]
         if dim.is_static and dim.min != 1 and not layer.attrs.get("allow_axis_skip", False):

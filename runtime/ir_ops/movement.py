@@ -28,9 +28,9 @@ def _squeeze(info):
 
     def run(args):
         x = args[0]
-        if len(args) < 2:
+        axes = sorted({axis_index(a, x.ndim) for a in int_list(args[1], "axes")}) if len(args) > 1 else []
+        if not axes:  # no axes or an empty list: every dim of 1 (ir/ops/movement.py)
             return (np.reshape(x, [d for d in x.shape if d != 1]),)
-        axes = sorted({axis_index(a, x.ndim) for a in int_list(args[1], "axes")})
         kept = [a for a in axes if x.shape[a] == 1]
         if len(kept) != len(axes) and not allow_skip:
             bad = [a for a in axes if x.shape[a] != 1]

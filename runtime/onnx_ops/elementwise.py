@@ -28,7 +28,14 @@ for _op in ("Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal"):  # floats only
     define(_op, [(6, {}, FLOAT_TYPES), (13, {}, FLOAT_TYPES | {BF16})])
 define("Sign", [(9, {})])
 define("Not", [(1, {})])
-for _op in ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor"):
+# Type constraint T of the arithmetic: 8- and 16-bit integers only from 14 (Pow's base: floats, then 32/64-bit
+# integers from 12); onnxruntime refuses a model outside them as invalid ("Type 'tensor(int8)' ... is invalid").
+_WIDE_TYPES = FLOAT_TYPES | {np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64)}
+for _op in ("Add", "Sub", "Mul", "Div"):
+    define(_op, [(7, {}, _WIDE_TYPES), (13, {}, _WIDE_TYPES | {BF16}), (14, {}, NUMERIC_TYPES | {BF16})])
+define("Pow", [(7, {}, FLOAT_TYPES), (12, {}, FLOAT_TYPES | {np.dtype(np.int32), np.dtype(np.int64)}),
+               (13, {}, FLOAT_TYPES | {BF16, np.dtype(np.int32), np.dtype(np.int64)})])
+for _op in ("And", "Or", "Xor"):
     define(_op, [(7, {})])
 define("Equal", [(7, {}, frozenset({BOOL, np.dtype(np.int32), np.dtype(np.int64)})),
                  (11, {}, NUMERIC_TYPES | {BOOL}), (13, {}, NUMERIC_TYPES | {BOOL, BF16})])
@@ -100,6 +107,7 @@ def plan_binary(ctx: NodeContext) -> Step:
     def run(a, b):
         if one_type:
             check_one_type(version, (a, b))
+        check_dtype(version, a.dtype)
         check_broadcast((a, b))
         if op_type == "Div":
             _refuse_integer_division_by_zero(op_type, b)

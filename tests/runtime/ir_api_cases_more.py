@@ -157,6 +157,8 @@ def gather(c: Ctx):
             batch_dims = 0
     if c.rng.random() < 0.3:
         axis -= len(data_shape)
+    if batch_dims and data_shape[0] == 1:  # OpenVINO 2026.4 crashes (SIGSEGV) on a batch of 1 with batch_dims = axis
+        data_shape[0] = index_shape[0] = 2
     size = data_shape[axis]
     low = -size if version == 8 else 0
     c.note(version=version, data=data_shape, indices=index_shape, axis=axis, batch_dims=batch_dims)

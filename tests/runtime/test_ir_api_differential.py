@@ -81,3 +81,149 @@ def test_pad_12_negative_pads_index_the_uncropped_input(tmp_path, mode, begin, e
     if mode != "symmetric":  # ONNX Pad has no symmetric mode
         np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"],
                                       expected)
+
+
+@pytest.mark.parametrize("op, dtype, values, axes, keep", [
+    ("reduce_mean", np.uint8, [[200, 200, 7], [255, 1, 2]], [1], False),   # the sum saturates first: 127
+    ("reduce_sum", np.uint8, [[200, 200, 7], [255, 1, 2]], [0, 1], True),
+    ("reduce_mean", np.int8, [[-100, -100, -100], [1, 2, 3]], [1], False),  # -128 / 3 truncated: -42
+    ("reduce_l1", np.int8, [[-128, -3, 5], [0, 127, -1]], [], True),       # each element alone: 127 for -128
+    ("reduce_l2", np.int8, [[-128, -3, 5], [0, 12, -11]], [], True),       # trunc(sqrt(min(x*x, 127)))
+    ("reduce_l2", np.int8, [[-128, -3, 5], [0, 12, -11]], [0], False),
+    ("reduce_l1", np.float32, [[-0.5, 2.0, -3.0]], [], True),              # |x|, not x
+    ("reduce_l2", np.float32, [[-0.5, 2.0, -3.0]], [], True),
+])
+def test_reductions_of_small_integers_and_over_no_axes(tmp_path, op, dtype, values, axes, keep):
+    # poolir summed i8/u8 in their own type (wrapping: ReduceMean of u8 [200, 200] was 72) where OpenVINO's
+    # CPU plugin saturates, and returned x itself for ReduceL1/L2 over no axes (OpenVINO: |x|).
+    module = ov4 if op in ("reduce_l1", "reduce_l2") else ov1
+    x = _param(np.shape(values), dtype)
+    node = getattr(module, op)(x, np.array(axes, np.int64), keep)
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    assert_matches_openvino(path, {"x": np.array(values, dtype)}, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("build, element_type, opset, pattern", [
+    (lambda x: ov1.reduce_sum(x, np.array([0], np.int64), False), np.int8, 22, "ONNX ReduceSum does not take"),
+    (lambda x: ov1.reduce_mean(x, np.array([0], np.int64), False), np.uint8, 22, "ONNX ReduceMean does not take"),
+    (lambda x: ov1.reduce_max(x, np.array([0], np.int64), False), np.int8, 11, "ReduceMax on i8, from opset 12"),
+    (lambda x: ov1.power(x, x), np.int8, 22, "ONNX Pow does not take"),
+    (lambda x: ov1.add(x, x), np.int8, 13, "Add on i8, from opset 14"),
+])
+def test_ir_to_onnx_refuses_element_types_onnx_does_not_take(tmp_path, build, element_type, opset, pattern):
+    # poolir wrote ReduceSum/ReduceMean/Pow on int8 (onnxruntime: "Type 'tensor(int8)' ... is invalid").
+    from poolir import converter, ir
+    x = _param([3, 2], element_type)
+    path = save_ir([_named(build(x))], [x], tmp_path / "m.xml")
+    with pytest.raises(ConversionError, match=pattern):
+        converter.ir_to_onnx(ir.read_model(path), opset=opset)
+
+
+@pytest.mark.parametrize("version, axes, skip", [(1, [], False), (15, [], False), (15, [0, 1, 3], True),
+                                                 (15, [-2], True)])
+def test_squeeze_with_an_empty_axes_input_removes_every_dim_of_1(tmp_path, version, axes, skip):
+    # poolir removed nothing for axes [] (OpenVINO: every dim of 1, in both versions).
+    import openvino.opset15 as ov15
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    x = _param([1, 5, 1, 4], np.float32)
+    axes_node = ov.op.Constant(ov.Type.i64, ov.Shape([len(axes)]), axes)
+    node = ov1.squeeze(x, axes_node) if version == 1 else ov15.squeeze(x, axes_node, skip)
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    feeds = {"x": np.arange(20, dtype=np.float32).reshape(1, 5, 1, 4)}
+    expected = assert_matches_openvino(path, feeds)["y"]
+    got = onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"]
+    assert got.shape == expected.shape and np.array_equal(got, expected)
+
+
+def test_adaptive_max_pool_with_indices_keeps_its_output_names_in_onnx(tmp_path):
+    # Bins that divide the input (MaxPool + Mod in ONNX): output 0 was named twice, so the ONNX graph output was
+    # "y_2" instead of the IR tensor name "y".
+    import openvino.opset8 as ov8
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    x = _param([2, 3, 4, 6], np.float32)
+    node = ov8.adaptive_max_pool(x, np.array([2, 3], np.int64), "i32")
+    node.output(0).get_tensor().set_names({"y"})
+    node.output(1).get_tensor().set_names({"i"})
+    path = save_ir(list(node.outputs()), [x], tmp_path / "m.xml")
+    feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 4, 6)).astype(np.float32)}
+    expected = assert_matches_openvino(path, feeds)
+    got = onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)
+    assert sorted(got) == ["i", "y"]
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name])
+
+
+@pytest.mark.parametrize("ir_version", [10, 11])
+def test_verify_names_the_diverging_node_of_an_ir_without_port_names(tmp_path, ir_version):
+    # x -> Log -> ReLU -> Multiply -> Sigmoid: log of a negative is NaN, which OpenVINO's ReLU makes 0 and ONNX's
+    # keeps, so runtime(ir->onnx) parts from the IR at 'relu'. OpenVINO names only the output port ('y'), and
+    # an IR v10 (written here as OpenVINO before 2022 wrote it: version 10, no names attributes) none: verify
+    # said "the path exposes none of the reference's tensors by name" (v10), or named 'sig', the last node (v11).
+    import re
+
+    from poolir.converter.verify import verify_paths
+
+    x = _param([1, 8], np.float32)
+    relu = ov1.relu(ov1.log(x))
+    relu.set_friendly_name("relu")
+    scaled = ov1.multiply(relu, np.full((1, 8), 2.0, np.float32))
+    path = save_ir([_named(ov1.sigmoid(scaled))], [x], tmp_path / "m.xml")
+    if ir_version == 10:
+        text = path.read_text().replace('version="11"', 'version="10"')
+        path.write_text(re.sub(r' names="[^"]*"', "", text))
+    np.savez(tmp_path / "in.npz", x=np.linspace(-1, 1, 8, dtype=np.float32).reshape(1, 8))
+    report = verify_paths([path], inputs=tmp_path / "in.npz")
+    (model,) = report.models
+    located = [location for location in model.locations if location.divergence is not None]
+    assert [(loc.path, loc.divergence.node) for loc in located] == [("runtime(ir->onnx)", "relu")]
+
+
+def _preprocessed_cnn(path, resize: bool):
+    """A small CNN behind OpenVINO's PrePostProcessor: u8 NHWC input, convert_element_type, reverse_channels,
+    mean/scale, NHWC -> NCHW (and optionally resize, which becomes Interpolate); u8 NHWC output."""
+    import openvino.opset8 as ov8
+    from openvino.preprocess import PrePostProcessor, ResizeAlgorithm
+
+    rng = np.random.default_rng(0)
+    x = _param([1, 3, 6, 6], np.float32)
+    conv = ov1.convolution(x, rng.standard_normal((4, 3, 3, 3)).astype(np.float32), [1, 1], [1, 1], [1, 1], [1, 1])
+    pool = ov8.max_pool(ov1.relu(conv), [2, 2], [1, 1], [0, 0], [0, 0], [2, 2], "ceil")
+    ppp = PrePostProcessor(ov.Model([_named(pool)], [x], "cnn"))
+    ppp.input().tensor().set_element_type(ov.Type.u8).set_layout(ov.Layout("NHWC"))
+    if resize:
+        ppp.input().tensor().set_spatial_static_shape(9, 9)
+        ppp.input().preprocess().resize(ResizeAlgorithm.RESIZE_LINEAR)
+    ppp.input().model().set_layout(ov.Layout("NCHW"))
+    ppp.input().preprocess().convert_element_type(ov.Type.f32).reverse_channels().mean([1.0, 2.0, 3.0]) \
+        .scale([64.0, 32.0, 16.0])
+    ppp.output().model().set_layout(ov.Layout("NCHW"))
+    ppp.output().tensor().set_layout(ov.Layout("NHWC")).set_element_type(ov.Type.f16)
+    ov.save_model(ppp.build(), str(path), compress_to_fp16=False)
+    return path
+
+
+def test_preprocessing_written_by_openvino_runs_converts_and_round_trips(tmp_path):
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run, openvino_run_xml
+
+    path = _preprocessed_cnn(tmp_path / "m.xml", resize=False)
+    feeds = {"x": np.random.default_rng(1).integers(0, 256, (1, 6, 6, 3)).astype(np.uint8)}
+    expected = assert_matches_openvino(path, feeds, rtol=1e-3, atol=1e-3)["y"]
+    assert expected.dtype == np.float16 and expected.shape == (1, 3, 3, 4)
+    np.testing.assert_allclose(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"].astype(float),
+                               expected.astype(float), rtol=1e-3, atol=1e-3)
+    ir.write_model(ir.read_model(path), tmp_path / "poolir.xml")
+    np.testing.assert_array_equal(openvino_run_xml(tmp_path / "poolir.xml", feeds)["y"], expected)
+
+
+def test_preprocessing_with_resize_is_refused_naming_interpolate(tmp_path):
+    from poolir import ir, runtime
+    from poolir.ir.errors import UnsupportedError
+
+    path = _preprocessed_cnn(tmp_path / "m.xml", resize=True)
+    with pytest.raises(UnsupportedError, match=r"unsupported layer types: Interpolate-opset11$"):
+        runtime.Session(ir.read_model(path))

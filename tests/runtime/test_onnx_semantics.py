@@ -298,9 +298,9 @@ def test_version_tables_match_onnx_schemas():
 
 
 @pytest.mark.parametrize("inputs, fragment", [
-    (["x", "x", "x"], "Add-7 takes 2 inputs, got 3"),
-    (["x"], "Add-7 takes 2 inputs, got 1"),
-    (["", "x"], "input 0 of Add-7 is required but left out"),
+    (["x", "x", "x"], "Add-14 takes 2 inputs, got 3"),
+    (["x"], "Add-14 takes 2 inputs, got 1"),
+    (["", "x"], "input 0 of Add-14 is required but left out"),
 ])
 def test_input_counts_are_checked_at_construction(inputs, fragment):
     graph = helper.make_graph([helper.make_node("Add", inputs, ["y"], name="add")], "g",
