@@ -35,6 +35,8 @@ import numpy as np
 from poolir import converter, ir
 from poolir.converter.ir_to_onnx import NEWEST_WRITTEN_OPSET
 from poolir.converter import peers as engines
+from poolir.converter.verify import peer_process
+from poolir.converter.verify.peer_process import PeerCrash, PeerFailure
 from poolir.converter.verify.locate import Probe, graph_nodes, runtime_probe
 from poolir.ir.errors import ConversionError, PoolirError, UnsupportedError, UsageError
 from poolir.ir.model import shape_str
@@ -90,8 +92,8 @@ def _arrays(outputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return {name: np.asarray(value) for name, value in outputs.items()}
 
 
-def _run_path(name: str, run: Callable[[], dict[str, np.ndarray]], *, peer: bool,
-              probe: Probe | None = None, step: Callable[[str], None] | None = None) -> PathOutcome:
+def _run_path(name: str, run: Callable[[], dict[str, np.ndarray]], *, probe: Probe | None = None,
+              step: Callable[[str], None] | None = None) -> PathOutcome:
     if step is not None:
         step(name)
     try:
@@ -99,32 +101,32 @@ def _run_path(name: str, run: Callable[[], dict[str, np.ndarray]], *, peer: bool
     except (_Refused, PoolirError) as error:
         refusal = error if isinstance(error, _Refused) else _refusal(error)
         return PathOutcome(name, status=refusal.status, detail=refusal.detail)
-    except Exception as error:  # noqa: BLE001 - a peer engine failing is a finding to report, not a crash
-        if not peer:
-            raise
+    except PeerFailure as failure:  # a peer engine failing is a finding to report, not a crash
         engine = name.split("(")[0]
-        detail = engines.peer_failure_summary(error)
-        if engines.unsupported_by_peer(engine, error):
-            return PathOutcome(name, status="unsupported", detail=f"not supported by {engine}: {detail}")
-        return PathOutcome(name, status="error", detail=detail)
+        if failure.unsupported:
+            return PathOutcome(name, status="unsupported", detail=f"not supported by {engine}: {failure.summary}")
+        return PathOutcome(name, status="error", detail=failure.summary)
+    except PeerCrash as crash:
+        return PathOutcome(name, status="error", detail=f"{name.split('(')[0]}: {crash}")
 
 
 def _onnxruntime_path(name: str, get_model: Callable[[], Any], feeds, step) -> PathOutcome:
-    return _run_path(name, lambda: engines.onnxruntime_run(get_model(), feeds), peer=True, step=step, probe=Probe(
-        lambda: set(graph_nodes(get_model())),
-        lambda wanted: engines.onnxruntime_tensors(get_model(), feeds, wanted)))
+    return _run_path(name, lambda: peer_process.onnxruntime_run(get_model(), feeds), step=step,
+                     probe=Probe(lambda: set(graph_nodes(get_model())),
+                                 lambda wanted: peer_process.onnxruntime_tensors(get_model(), feeds, wanted)))
 
 
-def _openvino_path(name: str, get_model: Callable[[], Any], feeds, output_names, step) -> PathOutcome:
-    """`get_model` gives an ov.Model (OpenVINO's conversion of an ONNX, or an IR file read by OpenVINO)."""
-    return _run_path(name, lambda: engines.openvino_run_model(get_model(), feeds, output_names), peer=True, step=step,
-                     probe=Probe(lambda: engines.openvino_tensor_names(get_model()),
-                                 lambda wanted: engines.openvino_tensors(get_model(), feeds, wanted)))
+def _openvino_path(name: str, get_source: Callable[[], tuple[str, Any]], feeds, output_names, step) -> PathOutcome:
+    """`get_source` says where OpenVINO's model comes from: ("onnx", model) its own conversion of an ONNX model,
+    ("xml", path) an IR file it reads (peer_process: the engine runs in a child process)."""
+    return _run_path(name, lambda: peer_process.openvino_run(get_source(), feeds, output_names),
+                     step=step, probe=Probe(lambda: peer_process.openvino_tensor_names(get_source()),
+                                            lambda wanted: peer_process.openvino_tensors(get_source(), feeds, wanted)))
 
 
 def _runtime_path(name: str, get_model: Callable[[], Any], feeds, step) -> PathOutcome:
     probe = runtime_probe(get_model, feeds)
-    return _run_path(name, lambda: probe.session().run(feeds), peer=False, probe=probe, step=step)
+    return _run_path(name, lambda: probe.session().run(feeds), probe=probe, step=step)
 
 
 def check_peers(peers: Sequence[str]) -> tuple[str, ...]:
@@ -160,11 +162,11 @@ def onnx_paths(model, feeds: Mapping[str, np.ndarray], peers: Sequence[str], out
             xml_path = workdir / "onnx_to_ir.xml"
             if not xml_path.exists():
                 ir.write_model(to_ir(), xml_path)
-            return engines.openvino_read(xml_path)
+            return "xml", xml_path
 
         # OpenVINO's models are made again for each use (the run, and the search when the path diverges), not
         # kept: a verify holds no engine's copy of the weights beyond the run that needs it.
-        outcomes.append(_openvino_path("openvino(onnx)", lambda: engines.openvino_convert(model), feeds,
+        outcomes.append(_openvino_path("openvino(onnx)", lambda: ("onnx", model), feeds,
                                        output_names, step))
         outcomes.append(_openvino_path("openvino(onnx->ir)", poolir_ir_read_by_openvino, feeds, output_names,
                                        step))
@@ -207,7 +209,7 @@ def ir_paths(model, xml_path: Path, feeds: Mapping[str, np.ndarray], peers: Sequ
             outcomes.append(_onnxruntime_path("onnxruntime(onnx)", lambda: source, feeds, step))
         outcomes.append(_onnxruntime_path("onnxruntime(ir->onnx)", back, feeds, step))
     if "openvino" in peers:
-        outcome = _openvino_path("openvino(ir)", lambda: engines.openvino_read(xml_path), feeds, output_names, step)
+        outcome = _openvino_path("openvino(ir)", lambda: ("xml", xml_path), feeds, output_names, step)
         if model.version == 10 and outcome.outputs is not None:
             _as_v10_declares(outcome, engines.openvino_v10_output_names(model),
                              engines.openvino_v10_i64_outputs(model))

@@ -1,15 +1,21 @@
 """How `poolir verify` reports a peer that fails: a missing conversion rule says nothing about the model
 ("unsupported"), but OpenVINO's converter rejecting a node it knows is a finding ("error", naming the node and
-the problem). The failures are OpenVINO's own exceptions, raised by openvino.convert_model on small graphs."""
+the problem). The failures are OpenVINO's own exceptions, raised by openvino.convert_model on small graphs. The
+engines run in a child process (verify.peer_process), so one that crashes is that path's error row."""
 
 from __future__ import annotations
 
+import os
+import signal
+
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from poolir.converter import peers
-from poolir.converter.verify import verify_paths
+from poolir import ir
+from poolir.converter import onnx_to_ir, peers
+from poolir.converter.verify import peer_process, verify_paths
 
 pytest.importorskip("openvino")
 
@@ -47,17 +53,11 @@ def test_an_operator_openvino_has_no_rule_for_is_unsupported():
     assert "No conversion rule found for operations: test.x.NoSuchOp" in peers.peer_failure_summary(error)
 
 
-def test_verify_reports_openvino_rejecting_a_node_as_an_error_row(tmp_path, monkeypatch):
-    """A model poolir and onnxruntime run, whose OpenVINO conversion fails in validation (the failure is that of
-    the reflect pad above: no small graph that onnxruntime runs makes OpenVINO 2026.4 fail validation)."""
-    path = tmp_path / "relu.onnx"
-    onnx.save(one_node_model(helper.make_node("Relu", ["x"], ["y"])), path)
-    failure = openvino_conversion_error(reflect_pad_past_the_edge())
-
-    def failing_convert(model):
-        raise failure
-
-    monkeypatch.setattr(peers, "openvino_convert", failing_convert)
+def test_verify_reports_openvino_rejecting_a_node_as_an_error_row(tmp_path):
+    """The reflect pad above: poolir runs it (it reflects again, as onnx.reference's np.pad) and converts it exactly
+    (a Gather); OpenVINO's own converter rejects it, in verify's engine process."""
+    path = tmp_path / "pad.onnx"
+    onnx.save(reflect_pad_past_the_edge(), path)
     report = verify_paths([path], peers=("openvino",), inputs=None)
     (model_report,) = report.models
     rows = {row.path: row for row in model_report.rows}
@@ -66,3 +66,38 @@ def test_verify_reports_openvino_rejecting_a_node_as_an_error_row(tmp_path, monk
     assert rows["openvino(onnx->ir)"].status == "ok"
     assert not report.passed
     assert len(rows) == 5
+
+
+def _empty_gather_ir(folder):
+    """poolir's IR of a Pad that crops an axis of length 1 away: a Slice, then a Gather, to an empty [2, 0]."""
+    node = helper.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [helper.make_tensor("pads", TensorProto.INT64, [4], [1, -1, -1, 0])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    xml = folder / "empty.xml"
+    ir.write_model(onnx_to_ir(model), xml)
+    np.savez(folder / "inputs.npz", x=np.ones((2, 1), np.float32))
+    return xml
+
+
+def test_an_engine_crash_is_an_error_row_not_the_end_of_verify(tmp_path):
+    """OpenVINO 2026.4's CPU plugin dies of SIGFPE on this IR; in-process that killed verify with no report."""
+    xml = _empty_gather_ir(tmp_path)
+    report = verify_paths([xml], peers=("openvino",), inputs=tmp_path / "inputs.npz")
+    rows = {row.path: row for row in report.models[0].rows}
+    if rows["openvino(ir)"].status == "ok":
+        pytest.skip("this OpenVINO runs the IR (it crashed in 2026.4)")
+    assert rows["openvino(ir)"].status == "error"
+    assert "openvino: the engine crashed (SIGFPE)" in rows["openvino(ir)"].detail
+    assert rows["runtime(ir->onnx)"].status == "ok"
+
+
+def test_the_engine_process_is_started_again_after_it_died(tmp_path):
+    xml = tmp_path / "relu.xml"
+    ir.write_model(onnx_to_ir(one_node_model(helper.make_node("Relu", ["x"], ["y"]))), xml)
+    assert peer_process.openvino_tensor_names(("xml", xml))
+    os.kill(peer_process._CHILD.process.pid, signal.SIGKILL)
+    peer_process._CHILD.process.wait()
+    feeds = {"x": np.full((1, 1, 4, 4), -1.0, np.float32)}
+    assert np.array_equal(peer_process.openvino_run(("xml", xml), feeds)["y"], np.zeros((1, 1, 4, 4), np.float32))
