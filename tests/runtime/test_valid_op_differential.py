@@ -188,3 +188,16 @@ def test_computed_squeeze_axes_refused_naming_the_node(op, shape):
     feeds = {"x": np.ones(shape, np.float32), "axes": np.array([1])}
     with pytest.raises(ConversionError, match=rf"^node 'node' \({op}\): the axes input must be constant"):
         onnx_to_ir(node_model(op, 13, feeds))
+
+
+# -- Integer ReduceMean at the ends of the type: poolir summed in the integer type, which wraps (i32 [MAX, MAX]
+# gave -1); onnxruntime's mean is computed in double, truncated and saturated (MAX).
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_reduce_mean_does_not_wrap(dtype):
+    info = np.iinfo(dtype)
+    feeds = {"x": np.array([[1, 2], [-1, -2], [info.max, info.max], [info.min, info.min], [info.max, 1], [-7, 0]],
+                           dtype)}
+    for opset, extra in ((13, {"axes": [1]}), (18, {"noop_with_empty_axes": 1})):
+        model = node_model("ReduceMean", opset, feeds, keepdims=0, **extra)
+        _equal(runtime.run(model, feeds), onnxruntime_run(model, feeds), f"ReduceMean-{opset}")
