@@ -183,7 +183,7 @@ def slice_(node: OnnxNode) -> list[Value]:
             if count is None:
                 raise ConversionError("Slice without steps needs starts of a known length")
             steps = _i64(node, [1] * count)
-        if axes is not None and _known(node, axes) is None and len(x.shape) > 1:
+        if axes is not None and _known(node, axes) is None:
             # OpenVINO crashes on a Slice-8 with computed axes: name every axis instead (slice_axes.py)
             starts, ends, steps = full_rank_bounds(node, len(x.shape), axes,
                                                    {"starts": starts, "ends": ends, "steps": steps})

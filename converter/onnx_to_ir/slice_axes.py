@@ -1,7 +1,7 @@
 """ONNX Slice with `axes` computed at run time -> IR Slice-8 without an axes input.
 
-OpenVINO 2026.4's CPU plugin crashes (SIGSEGV) on a Slice-8 whose axes input is not a constant, on any input of
-rank 2 or more (its own ONNX frontend writes that layer and crashes the same way). A Slice-8 without axes, whose
+OpenVINO 2026.4's CPU plugin crashes (SIGSEGV) on a Slice-8 whose axes input is not a constant (seen on inputs of
+rank 1 to 4; its own ONNX frontend writes that layer and crashes the same way). A Slice-8 without axes, whose
 starts, ends and steps name every axis in order, runs. So the per-axis bounds are scattered into full-rank
 vectors, each unlisted axis getting the bound that keeps it whole (start 0, end INT64_MAX, step 1):
 

@@ -180,6 +180,13 @@ def test_pad_with_negative_pads(mode, pads, tmp_path):
     in_both_worlds(model, feeds, tmp_path)
 
 
+def test_slice_with_computed_axes_rank_1(tmp_path):
+    feeds = {"x": np.array([10, -9, -9, -12, 2], np.int32), "axes": np.array([0])}
+    constants = {"starts": np.array([-7]), "ends": np.array([-6]), "steps": np.array([3])}
+    in_both_worlds(node_model("Slice", 21, feeds, constants, inputs=["x", "starts", "ends", "axes", "steps"]),
+                   feeds, tmp_path)
+
+
 # -- Squeeze/Unsqueeze with axes computed at run time are refused by ONNX -> IR; the refusal named the IR layer
 # ("layer 'node' (id 2, Unsqueeze)") instead of the ONNX node.
 
