@@ -1,6 +1,6 @@
 """ONNX activations -> IR layers, as OpenVINO 2026.4's own ONNX frontend writes them where that is right.
 
-    Relu -> ReLU            Sigmoid -> Sigmoid        Tanh -> Tanh
+    Relu -> ReLU (integers: Maximum(x, 0))    Sigmoid -> Sigmoid        Tanh -> Tanh
     Clip -> Clamp (constant bounds; min > max: both max), Maximum/Minimum (bounds computed in the graph)
     HardSigmoid -> HardSigmoid (alpha, beta as scalar Consts of the input's type)
     HardSwish -> HSwish     LeakyRelu -> PReLU (a one-element slope)    PRelu -> PReLU
@@ -45,6 +45,11 @@ def _same_shape(node: OnnxNode, x: Value, ref) -> list[Value]:
 
 def plain(node: OnnxNode) -> list[Value]:
     x, _ = node.checked_single_input()
+    if node.version.op_type == "Relu" and is_integer(x.element_type):
+        # OpenVINO's CPU ReLU computes integers in float32 (i32 16777217 -> 16777216, INT32_MAX -> INT32_MIN);
+        # its integer Maximum is exact
+        zero = node.const(0, x.element_type)
+        return _same_shape(node, x, node.add("Maximum", [x.ref, zero], {"auto_broadcast": "numpy"}, name=node.name)[0])
     return _same_shape(node, x, node.add(_PLAIN[node.version.op_type], [x.ref], name=node.name)[0])
 
 

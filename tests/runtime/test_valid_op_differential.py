@@ -208,3 +208,14 @@ def test_integer_reduce_mean_does_not_wrap(dtype):
     for opset, extra in ((13, {"axes": [1]}), (18, {"noop_with_empty_axes": 1})):
         model = node_model("ReduceMean", opset, feeds, keepdims=0, **extra)
         _equal(runtime.run(model, feeds), onnxruntime_run(model, feeds), f"ReduceMean-{opset}")
+
+
+# -- Integer Relu (opset 14): OpenVINO's CPU ReLU computes integers in float32 (i32 16777217 -> 16777216,
+# INT32_MAX -> INT32_MIN), so ONNX -> IR writes Maximum(x, 0), which it computes exactly.
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8])  # onnxruntime has no int64 Relu
+def test_integer_relu(dtype, tmp_path):
+    info = np.iinfo(dtype)
+    big = [2**31 - 1, 16777217, 33554433] if dtype != np.int8 else [127, 100, 3]
+    feeds = {"x": np.array(big + [-5, 0, info.min], dtype)}
+    in_both_worlds(node_model("Relu", 14, feeds), feeds, tmp_path)
