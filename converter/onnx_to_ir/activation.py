@@ -36,7 +36,6 @@ from poolir.ir.shapes import checked_axis
 from poolir.runtime.onnx_ops.activation import clip_default_bound, softmax_along_axis
 
 _PLAIN = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "HardSwish": "HSwish"}
-_EXACT_INT_BOUND = 2 ** 53  # Clamp's min and max are doubles
 
 
 def _same_shape(node: OnnxNode, x: Value, ref) -> list[Value]:
@@ -117,14 +116,26 @@ def clip(node: OnnxNode) -> list[Value]:
     # A bound that is infinite in the element type (Clip-6's default +-FLT_MAX on float16) bounds nothing.
     low = None if low is not None and np.isinf(low) and low < 0 else low
     high = None if high is not None and np.isinf(high) and high > 0 else high
-    if low is None or high is None or (is_integer(x.element_type) and max(abs(int(low)), abs(int(high)))
-                                       >= _EXACT_INT_BOUND):
+    if is_integer(x.element_type) and not _float32_exact(dtype, low, high):
+        raise ConversionError(f"integer Clip bounds [{low}, {high}]: OpenVINO's CPU plugin rounds Clamp bounds to "
+                              f"float32 (and fuses Maximum and Minimum into a Clamp), so a bound float32 cannot "
+                              f"hold changes the result (i32 max 33554433 clamps to 33554432)")
+    if low is None or high is None:
         return _clip_by_layers(node, x, [None if b is None else node.const(b.reshape(()), x.element_type)
                                          for b in (low, high)], refs=True)
     if low > high:  # ONNX: every element becomes max; OpenVINO refuses a Clamp with min > max
         low = high
     attrs = {"min": float(low), "max": float(high)}
     return _same_shape(node, x, node.add("Clamp", [x.ref], attrs, name=node.name)[0])
+
+
+def _float32_exact(dtype: np.dtype, low, high) -> bool:
+    """Whether integer Clip bounds survive OpenVINO's CPU plugin, which rounds Clamp bounds to float32 (i32 max
+    33554433 clamps to 33554432; its spec's bounds are doubles) and fuses Maximum + Minimum with constant bounds
+    into a Clamp. A bound rounded past the type's own limit (INT32_MAX -> 2**31) changes nothing."""
+    limits = np.iinfo(dtype)
+    return ((low is None or int(low) == limits.min or float(np.float32(low)) == int(low))
+            and (high is None or int(high) == limits.max or float(np.float32(high)) == int(high)))
 
 
 def _clip_by_layers(node: OnnxNode, x: Value, bounds, refs: bool = False) -> list[Value]:

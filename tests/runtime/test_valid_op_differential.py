@@ -219,3 +219,22 @@ def test_integer_relu(dtype, tmp_path):
     big = [2**31 - 1, 16777217, 33554433] if dtype != np.int8 else [127, 100, 3]
     feeds = {"x": np.array(big + [-5, 0, info.min], dtype)}
     in_both_worlds(node_model("Relu", 14, feeds), feeds, tmp_path)
+
+
+# -- Integer Clip with constant bounds became a Clamp, whose bounds OpenVINO's CPU plugin rounds to float32 (max
+# 33554433 clamps to 33554432); it fuses Maximum + Minimum with constant bounds into a Clamp too. Such bounds are
+# refused now; bounds float32 holds, or the type's own limits, still convert.
+
+@pytest.mark.parametrize("low,high", [(-2**31, 2**31 - 1), (-100, 100), (-16777216, 2**31 - 1)])
+def test_integer_clip_bounds_in_float32(low, high, tmp_path):
+    feeds = {"x": np.array([2**31 - 1, 16777217, -5, 0, -2**31, 33554435, -16777219], np.int32)}
+    constants = {"min": np.array(low, np.int32), "max": np.array(high, np.int32)}
+    in_both_worlds(node_model("Clip", 13, feeds, constants), feeds, tmp_path)
+
+
+@pytest.mark.parametrize("low,high", [(0, 33554433), (-16777217, 5)])
+def test_integer_clip_bounds_beyond_float32_refused(low, high):
+    feeds = {"x": np.array([33554435, -16777219], np.int32)}
+    model = node_model("Clip", 13, feeds, {"min": np.array(low, np.int32), "max": np.array(high, np.int32)})
+    with pytest.raises(ConversionError, match=r"^node 'node' \(Clip\): integer Clip bounds"):
+        onnx_to_ir(model)
