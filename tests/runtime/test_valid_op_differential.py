@@ -238,3 +238,17 @@ def test_integer_clip_bounds_beyond_float32_refused(low, high):
     model = node_model("Clip", 13, feeds, {"min": np.array(low, np.int32), "max": np.array(high, np.int32)})
     with pytest.raises(ConversionError, match=r"^node 'node' \(Clip\): integer Clip bounds"):
         onnx_to_ir(model)
+
+
+# -- Pad with pads computed at run time: ONNX -> IR refused it ("the pads input must be constant") though OpenVINO's
+# Pad takes run-time pads: a Pad-12 by min(pads, 0) crops, then a Pad by max(pads, 0) in the node's mode.
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("pads", [[0, -1, 1, 0, 2, -2], [1, -2, 2, -1, 1, 1], [2, 3, 4, 1, 0, 3]])
+def test_pad_with_computed_pads(mode, pads, tmp_path):
+    feeds = {"x": np.arange(60, dtype=np.float32).reshape(3, 4, 5), "pads": np.array(pads)}
+    if mode == "reflect":
+        feeds["pads"] = np.minimum(feeds["pads"], 1)
+    if mode == "constant":
+        feeds["value"] = np.array(2.5, np.float32)
+    in_both_worlds(node_model("Pad", 18, feeds, mode=mode), feeds, tmp_path)
