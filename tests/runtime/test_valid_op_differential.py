@@ -252,3 +252,21 @@ def test_pad_with_computed_pads(mode, pads, tmp_path):
     if mode == "constant":
         feeds["value"] = np.array(2.5, np.float32)
     in_both_worlds(node_model("Pad", 18, feeds, mode=mode), feeds, tmp_path)
+
+
+# -- Reduce* (opset 18) with axes computed at run time: ONNX -> IR refused them, though IR Reduce* take run-time
+# axes. Converted now when their length is known and not zero (an empty axes input means "every axis" or "none"
+# by noop_with_empty_axes, which no layer decides at run time), and with keepdims=0 when they are one axis (more
+# would give the output a dynamic rank, which OpenVINO's CPU plugin refuses).
+
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceMax", "ReduceSum", "ReduceLogSumExp", "ReduceL2"])
+@pytest.mark.parametrize("axes,keepdims", [([-1], 0), ([0, 2], 1), ([2, -2], 1), ([1], 1)])
+def test_reduce_with_computed_axes(op, axes, keepdims, tmp_path):
+    feeds = {"x": (np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 11) / 4, "axes": np.array(axes)}
+    model = node_model(op, 18, feeds, keepdims=keepdims)
+    expected = onnxruntime_run(model, feeds)
+    xml = tmp_path / "m.xml"
+    ir.write_model(onnx_to_ir(model), xml)
+    for what, got in (("poolir (ONNX)", runtime.run(model, feeds)), ("OpenVINO", openvino_run_xml(xml, feeds)),
+                      ("poolir (IR)", runtime.run(ir.read_model(xml), feeds))):
+        np.testing.assert_allclose(got["y0"], expected["y0"], rtol=1e-6, atol=1e-6, err_msg=what)
