@@ -11,7 +11,7 @@
     movement.py          Identity, Transpose, Reshape, Concat, Split, Slice, Squeeze, Unsqueeze, Gather, Shape,
                          Expand, Pad, Constant, ConstantOfShape
     normalization.py     BatchNormalization, LRN, Dropout (OpenVINO's LRN window and bias)
-    slice_axes.py        Slice with axes computed at run time (OpenVINO crashes on a Slice-8 with such axes)
+    computed_bounds.py   Slice axes and Pad pads computed at run time
     reduction.py         Reduce*
 """
 

@@ -1,6 +1,6 @@
 """ONNX activations -> IR layers, as OpenVINO 2026.4's own ONNX frontend writes them where that is right.
 
-    Relu -> ReLU            Sigmoid -> Sigmoid        Tanh -> Tanh
+    Relu -> ReLU (integers: Maximum(x, 0))    Sigmoid -> Sigmoid        Tanh -> Tanh
     Clip -> Clamp (constant bounds; min > max: both max), Maximum/Minimum (bounds computed in the graph)
     HardSigmoid -> HardSigmoid (alpha, beta as scalar Consts of the input's type)
     HardSwish -> HSwish     LeakyRelu -> PReLU (a one-element slope)    PRelu -> PReLU
@@ -36,7 +36,6 @@ from poolir.ir.shapes import checked_axis
 from poolir.runtime.onnx_ops.activation import clip_default_bound, softmax_along_axis
 
 _PLAIN = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "HardSwish": "HSwish"}
-_EXACT_INT_BOUND = 2 ** 53  # Clamp's min and max are doubles
 
 
 def _same_shape(node: OnnxNode, x: Value, ref) -> list[Value]:
@@ -45,6 +44,11 @@ def _same_shape(node: OnnxNode, x: Value, ref) -> list[Value]:
 
 def plain(node: OnnxNode) -> list[Value]:
     x, _ = node.checked_single_input()
+    if node.version.op_type == "Relu" and is_integer(x.element_type):
+        # OpenVINO's CPU ReLU computes integers in float32 (i32 16777217 -> 16777216, INT32_MAX -> INT32_MIN);
+        # its integer Maximum is exact
+        zero = node.const(0, x.element_type)
+        return _same_shape(node, x, node.add("Maximum", [x.ref, zero], {"auto_broadcast": "numpy"}, name=node.name)[0])
     return _same_shape(node, x, node.add(_PLAIN[node.version.op_type], [x.ref], name=node.name)[0])
 
 
@@ -112,14 +116,26 @@ def clip(node: OnnxNode) -> list[Value]:
     # A bound that is infinite in the element type (Clip-6's default +-FLT_MAX on float16) bounds nothing.
     low = None if low is not None and np.isinf(low) and low < 0 else low
     high = None if high is not None and np.isinf(high) and high > 0 else high
-    if low is None or high is None or (is_integer(x.element_type) and max(abs(int(low)), abs(int(high)))
-                                       >= _EXACT_INT_BOUND):
+    if is_integer(x.element_type) and not _float32_exact(dtype, low, high):
+        raise ConversionError(f"integer Clip bounds [{low}, {high}]: OpenVINO's CPU plugin rounds Clamp bounds to "
+                              f"float32 (and fuses Maximum and Minimum into a Clamp), so a bound float32 cannot "
+                              f"hold changes the result (i32 max 33554433 clamps to 33554432)")
+    if low is None or high is None:
         return _clip_by_layers(node, x, [None if b is None else node.const(b.reshape(()), x.element_type)
                                          for b in (low, high)], refs=True)
     if low > high:  # ONNX: every element becomes max; OpenVINO refuses a Clamp with min > max
         low = high
     attrs = {"min": float(low), "max": float(high)}
     return _same_shape(node, x, node.add("Clamp", [x.ref], attrs, name=node.name)[0])
+
+
+def _float32_exact(dtype: np.dtype, low, high) -> bool:
+    """Whether integer Clip bounds survive OpenVINO's CPU plugin, which rounds Clamp bounds to float32 (i32 max
+    33554433 clamps to 33554432; its spec's bounds are doubles) and fuses Maximum + Minimum with constant bounds
+    into a Clamp. A bound rounded past the type's own limit (INT32_MAX -> 2**31) changes nothing."""
+    limits = np.iinfo(dtype)
+    return ((low is None or int(low) == limits.min or float(np.float32(low)) == int(low))
+            and (high is None or int(high) == limits.max or float(np.float32(high)) == int(high)))
 
 
 def _clip_by_layers(node: OnnxNode, x: Value, bounds, refs: bool = False) -> list[Value]:

@@ -13,7 +13,8 @@ Where ONNX and OpenVINO give one name two meanings:
   last one); IR Split needs an even split, so uneven parts become VariadicSplit with the lengths.
 - Slice: IR Slice-8 is ONNX Slice-10+'s definition (clamped starts/ends, negative steps, INT_MAX ends);
   Slice-1's attributes become its inputs.
-- Pad: negative pads crop (ONNX), first: a Slice-8 then the Pad of the positive amounts.
+- Pad: negative pads crop (ONNX), first: a Slice-8 then the Pad of the positive amounts (pads computed at run
+  time: computed_bounds.py).
 - Shape start/end (opset 15) slice ShapeOf's output with Slice-8 under the same clamping rules.
 - Gather-8 takes negative indices like ONNX (Gather-1 and -7 do not).
 - Expand is Broadcast-3 with mode bidirectional (ONNX Expand broadcasts both ways).
@@ -29,7 +30,7 @@ import numpy as np
 
 from poolir.converter.onnx_to_ir.max_pool_indices import exact_divmod
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value, value_of
-from poolir.converter.onnx_to_ir.slice_axes import full_rank_bounds
+from poolir.converter.onnx_to_ir.computed_bounds import full_rank_bounds, pad_by_computed_pads
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError, UsageError
 from poolir.runtime import onnx_ops
@@ -183,8 +184,8 @@ def slice_(node: OnnxNode) -> list[Value]:
             if count is None:
                 raise ConversionError("Slice without steps needs starts of a known length")
             steps = _i64(node, [1] * count)
-        if axes is not None and _known(node, axes) is None and len(x.shape) > 1:
-            # OpenVINO crashes on a Slice-8 with computed axes: name every axis instead (slice_axes.py)
+        if axes is not None and _known(node, axes) is None:
+            # OpenVINO crashes on a Slice-8 with computed axes: name every axis instead (computed_bounds.py)
             starts, ends, steps = full_rank_bounds(node, len(x.shape), axes,
                                                    {"starts": starts, "ends": ends, "steps": steps})
             axes = None
@@ -332,8 +333,13 @@ def pad(node: OnnxNode) -> list[Value]:
         pads = list(attrs["pads"])
         fill = np.asarray(attrs.get("value", 0.0))
     else:
-        pads = _ints(node, pads_input, "the pads input")
         given = None if given is not None and given.shape == (0,) else given
+        if _known(node, pads_input) is None and axes_input is None:  # computed pads: computed_bounds.py
+            node.check_same_element_type(x, "the input", [("constant_value", given)])
+            fill = given if given is not None else Value(node.const(np.zeros((), dtype_of(x.element_type))),
+                                                         x.element_type, ())
+            return pad_by_computed_pads(node, x, pads_input, _PAD_MODES[mode], fill if mode == "constant" else None)
+        pads = _ints(node, pads_input, "the pads input")
         fill = None if given is None else _known(node, given)
         if given is not None and fill is None:
             raise ConversionError("the constant_value input must be constant to convert to IR")

@@ -27,14 +27,18 @@ _DIRECT = {op: op for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"
 _NUMPY = {"auto_broadcast": "numpy"}
 
 
-def _axes(node: OnnxNode, attrs: dict, axes_input: Value | None, rank: int) -> list[int] | None:
-    """The reduced axes, normalised; None: reduce nothing (noop_with_empty_axes)."""
+def _axes(node: OnnxNode, attrs: dict, axes_input: Value | None, rank: int) -> list[int] | Value | None:
+    """The reduced axes, normalised; None: reduce nothing (noop_with_empty_axes); the axes input itself when it
+    is computed at run time with a known, non-zero length (IR Reduce* take run-time axes; an empty one would
+    mean "every axis" or "none" by noop_with_empty_axes, which a layer cannot decide)."""
     if "axes" in attrs:
         axes = list(attrs["axes"])
     elif axes_input is not None and axes_input.shape != (0,):
         known = node.builder.info(axes_input.ref).value
+        if known is None and len(axes_input.shape) == 1 and (axes_input.shape[0] or 0) > 0:
+            return axes_input
         if known is None:
-            raise ConversionError("the axes input must be constant to convert to IR")
+            raise ConversionError("the axes input must be constant, or of a known non-zero length, to convert to IR")
         axes = [int(v) for v in np.asarray(known).reshape(-1)]
     else:
         axes = []
@@ -52,7 +56,12 @@ def reduce(node: OnnxNode) -> list[Value]:
     if axes is None:
         return _over_no_axis(node, x)
     keep_dims = bool(attrs.get("keepdims", 1))
-    axes_value = Value(node.const(np.asarray(axes, np.int64)), "i64", (len(axes),))
+    if isinstance(axes, Value) and not keep_dims and axes.shape[0] != 1:
+        raise ConversionError("the axes input must be constant with keepdims=0 and more than one axis: with "
+                              "run-time axes OpenVINO cannot know the output rank (they might repeat), and its CPU "
+                              "plugin refuses a dynamic rank")
+    axes_value = axes if isinstance(axes, Value) else Value(node.const(np.asarray(axes, np.int64)), "i64",
+                                                            (len(axes),))
     if op_type in _LOGARITHMIC:
         check_float(node, x)
         return [_LOGARITHMIC[op_type](node, x, axes_value, keep_dims)]
@@ -88,7 +97,10 @@ def _log_sum_exp(node: OnnxNode, x: Value, axes: Value, keep_dims: bool) -> Valu
     raised = exp_keeping_nan(node, shifted, f"{name}/exp")
     (total,) = node.layer("ReduceSum", [raised, axes], {"keep_dims": keep_dims}, name=f"{name}/sum")
     (logarithm,) = node.layer("Log", [total], name=f"{name}/log")
-    if not keep_dims:
+    if not keep_dims and node.builder.info(axes.ref).value is None:
+        # run-time axes: the IR Squeeze needs constant ones; reducing the size-1 axes (finite values) is the same
+        (shift,) = node.layer("ReduceMax", [shift, axes], {"keep_dims": False}, name=f"{name}/shift_squeezed")
+    elif not keep_dims:
         (shift,) = node.layer("Squeeze", [shift, axes], name=f"{name}/shift_squeezed")
     return node.layer("Add", [logarithm, shift], _NUMPY, name=name)[0]
 

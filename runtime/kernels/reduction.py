@@ -40,6 +40,14 @@ def reduce(x: np.ndarray, kind: str, axes: Sequence[int] | None, keepdims: bool,
     if kind == "log_sum_exp" and not is_float(x.dtype):
         # In float64, then back: -inf (an empty axis) becomes the type's lowest, as onnxruntime 1.31 gives it.
         return float_to_integer_x86(reduce(x.astype(np.float64), kind, axes, keepdims), x.dtype)
+    if kind == "mean" and x.dtype.kind in "iu":
+        # An integer mean in float64, truncated, saturated into the type: onnxruntime 1.31's numbers (i32 [MAX, MAX]
+        # -> MAX, not the wrapped sum's -1; i64 [MAX, 1] -> 2**62; [2**60, 3] -> 2**59, double's rounding).
+        mean = reduce(x.astype(np.float64), "mean", axes, keepdims)
+        limits, whole = np.iinfo(x.dtype), np.trunc(mean)
+        top = float(limits.max)  # 2**63 for int64: not an int64 itself, so the top is chosen by a mask
+        inside = np.clip(whole, float(limits.min), np.nextafter(top, 0) if top > limits.max else top)
+        return np.where(whole >= top, limits.max, inside.astype(x.dtype)).astype(x.dtype)
     work = accumulation_dtype(x.dtype) if is_float(x.dtype) else x.dtype
     source = x.astype(work, copy=False)
     if kind == "mean":

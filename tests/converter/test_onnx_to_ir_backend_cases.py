@@ -82,9 +82,16 @@ def test_enough_cases_are_collected():
     assert len(CASES) >= 150, len(CASES)
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(
-    strict=True, reason="OpenVINO's CPU plugin saturates inf to the f32 maximum in f64 conversions"))
-    if name in OPENVINO_F64_SATURATES else name for name in sorted(CASES)])
+# A max or min over an empty axis: ONNX gives -inf / +inf, OpenVINO its finite floor and ceiling, -3.4e38 / 3.4e38
+# (README, "Edge values"). These cases feed their axes at run time, which ONNX -> IR converts now. Pinned here:
+OPENVINO_FINITE_EMPTY_REDUCTION = {"test_reduce_max_empty_set"}  # its ReduceMin twin passes
+KNOWN = {**dict.fromkeys(OPENVINO_F64_SATURATES, "OpenVINO's CPU plugin saturates inf to the f32 maximum in f64 "
+                                                 "conversions"),
+         **dict.fromkeys(OPENVINO_FINITE_EMPTY_REDUCTION, "OpenVINO reduces an empty axis to a finite extreme")}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[name]))
+                                  if name in KNOWN else name for name in sorted(CASES)])
 def test_backend_case_converted_and_run_by_openvino(name, tmp_path):
     case = CASES[name]
     inputs, outputs = ([_array(a) for a in arrays] for arrays in case.data_sets[0])

@@ -180,6 +180,13 @@ def test_pad_with_negative_pads(mode, pads, tmp_path):
     in_both_worlds(model, feeds, tmp_path)
 
 
+def test_slice_with_computed_axes_rank_1(tmp_path):
+    feeds = {"x": np.array([10, -9, -9, -12, 2], np.int32), "axes": np.array([0])}
+    constants = {"starts": np.array([-7]), "ends": np.array([-6]), "steps": np.array([3])}
+    in_both_worlds(node_model("Slice", 21, feeds, constants, inputs=["x", "starts", "ends", "axes", "steps"]),
+                   feeds, tmp_path)
+
+
 # -- Squeeze/Unsqueeze with axes computed at run time are refused by ONNX -> IR; the refusal named the IR layer
 # ("layer 'node' (id 2, Unsqueeze)") instead of the ONNX node.
 
@@ -188,3 +195,78 @@ def test_computed_squeeze_axes_refused_naming_the_node(op, shape):
     feeds = {"x": np.ones(shape, np.float32), "axes": np.array([1])}
     with pytest.raises(ConversionError, match=rf"^node 'node' \({op}\): the axes input must be constant"):
         onnx_to_ir(node_model(op, 13, feeds))
+
+
+# -- Integer ReduceMean at the ends of the type: poolir summed in the integer type, which wraps (i32 [MAX, MAX]
+# gave -1); onnxruntime's mean is computed in double, truncated and saturated (MAX).
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_reduce_mean_does_not_wrap(dtype):
+    info = np.iinfo(dtype)
+    feeds = {"x": np.array([[1, 2], [-1, -2], [info.max, info.max], [info.min, info.min], [info.max, 1], [-7, 0]],
+                           dtype)}
+    for opset, extra in ((13, {"axes": [1]}), (18, {"noop_with_empty_axes": 1})):
+        model = node_model("ReduceMean", opset, feeds, keepdims=0, **extra)
+        _equal(runtime.run(model, feeds), onnxruntime_run(model, feeds), f"ReduceMean-{opset}")
+
+
+# -- Integer Relu (opset 14): OpenVINO's CPU ReLU computes integers in float32 (i32 16777217 -> 16777216,
+# INT32_MAX -> INT32_MIN), so ONNX -> IR writes Maximum(x, 0), which it computes exactly.
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8])  # onnxruntime has no int64 Relu
+def test_integer_relu(dtype, tmp_path):
+    info = np.iinfo(dtype)
+    big = [2**31 - 1, 16777217, 33554433] if dtype != np.int8 else [127, 100, 3]
+    feeds = {"x": np.array(big + [-5, 0, info.min], dtype)}
+    in_both_worlds(node_model("Relu", 14, feeds), feeds, tmp_path)
+
+
+# -- Integer Clip with constant bounds became a Clamp, whose bounds OpenVINO's CPU plugin rounds to float32 (max
+# 33554433 clamps to 33554432); it fuses Maximum + Minimum with constant bounds into a Clamp too. Such bounds are
+# refused now; bounds float32 holds, or the type's own limits, still convert.
+
+@pytest.mark.parametrize("low,high", [(-2**31, 2**31 - 1), (-100, 100), (-16777216, 2**31 - 1)])
+def test_integer_clip_bounds_in_float32(low, high, tmp_path):
+    feeds = {"x": np.array([2**31 - 1, 16777217, -5, 0, -2**31, 33554435, -16777219], np.int32)}
+    constants = {"min": np.array(low, np.int32), "max": np.array(high, np.int32)}
+    in_both_worlds(node_model("Clip", 13, feeds, constants), feeds, tmp_path)
+
+
+@pytest.mark.parametrize("low,high", [(0, 33554433), (-16777217, 5)])
+def test_integer_clip_bounds_beyond_float32_refused(low, high):
+    feeds = {"x": np.array([33554435, -16777219], np.int32)}
+    model = node_model("Clip", 13, feeds, {"min": np.array(low, np.int32), "max": np.array(high, np.int32)})
+    with pytest.raises(ConversionError, match=r"^node 'node' \(Clip\): integer Clip bounds"):
+        onnx_to_ir(model)
+
+
+# -- Pad with pads computed at run time: ONNX -> IR refused it ("the pads input must be constant") though OpenVINO's
+# Pad takes run-time pads: a Pad-12 by min(pads, 0) crops, then a Pad by max(pads, 0) in the node's mode.
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge"])
+@pytest.mark.parametrize("pads", [[0, -1, 1, 0, 2, -2], [1, -2, 2, -1, 1, 1], [2, 3, 4, 1, 0, 3]])
+def test_pad_with_computed_pads(mode, pads, tmp_path):
+    feeds = {"x": np.arange(60, dtype=np.float32).reshape(3, 4, 5), "pads": np.array(pads)}
+    if mode == "reflect":
+        feeds["pads"] = np.minimum(feeds["pads"], 1)
+    if mode == "constant":
+        feeds["value"] = np.array(2.5, np.float32)
+    in_both_worlds(node_model("Pad", 18, feeds, mode=mode), feeds, tmp_path)
+
+
+# -- Reduce* (opset 18) with axes computed at run time: ONNX -> IR refused them, though IR Reduce* take run-time
+# axes. Converted now when their length is known and not zero (an empty axes input means "every axis" or "none"
+# by noop_with_empty_axes, which no layer decides at run time), and with keepdims=0 when they are one axis (more
+# would give the output a dynamic rank, which OpenVINO's CPU plugin refuses).
+
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceMax", "ReduceSum", "ReduceLogSumExp", "ReduceL2"])
+@pytest.mark.parametrize("axes,keepdims", [([-1], 0), ([0, 2], 1), ([2, -2], 1), ([1], 1)])
+def test_reduce_with_computed_axes(op, axes, keepdims, tmp_path):
+    feeds = {"x": (np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 11) / 4, "axes": np.array(axes)}
+    model = node_model(op, 18, feeds, keepdims=keepdims)
+    expected = onnxruntime_run(model, feeds)
+    xml = tmp_path / "m.xml"
+    ir.write_model(onnx_to_ir(model), xml)
+    for what, got in (("poolir (ONNX)", runtime.run(model, feeds)), ("OpenVINO", openvino_run_xml(xml, feeds)),
+                      ("poolir (IR)", runtime.run(ir.read_model(xml), feeds))):
+        np.testing.assert_allclose(got["y0"], expected["y0"], rtol=1e-6, atol=1e-6, err_msg=what)

@@ -1,9 +1,10 @@
-"""ONNX Slice with `axes` computed at run time -> IR Slice-8 without an axes input.
+"""ONNX Slice and Pad whose bounds are computed at run time -> IR layers that OpenVINO runs exactly.
 
-OpenVINO 2026.4's CPU plugin crashes (SIGSEGV) on a Slice-8 whose axes input is not a constant, on any input of
-rank 2 or more (its own ONNX frontend writes that layer and crashes the same way). A Slice-8 without axes, whose
-starts, ends and steps name every axis in order, runs. So the per-axis bounds are scattered into full-rank
-vectors, each unlisted axis getting the bound that keeps it whole (start 0, end INT64_MAX, step 1):
+Slice with run-time `axes` -> Slice-8 without an axes input. OpenVINO 2026.4's CPU plugin crashes (SIGSEGV) on a
+Slice-8 whose axes input is not a constant (seen on inputs of rank 1 to 4; its own ONNX frontend writes that layer
+and crashes the same way). A Slice-8 without axes, whose starts, ends and steps name every axis in order, runs.
+So the per-axis bounds are scattered into full-rank vectors, each unlisted axis getting the bound that keeps it
+whole (start 0, end INT64_MAX, step 1):
 
     hit[j, i]  = (axes[i] + (rank if axes[i] < 0 else 0)) == j        [rank, k] boolean
     entry[j]   = ReduceSum(Select(hit, [0, 1, .., k-1], 0), axis 1)   where axis j is listed (else 0)
@@ -12,6 +13,9 @@ vectors, each unlisted axis getting the bound that keeps it whole (start 0, end 
 Exact: ONNX forbids repeated axes, so at most one entry of each row of `hit` is set and the sum is its index.
 The bounds themselves only move (Gather, Select): the plugin computes an integer ReduceSum in float32, which
 would turn INT32_MAX into INT32_MIN; the entry indices are small.
+
+Pad with run-time `pads` -> a Pad-12 by min(pads, 0), which only crops (negative pads crop first in ONNX, as
+onnxruntime and the runtime's kernels.movement.pad compute it), then a Pad by max(pads, 0) in the node's mode.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
-from poolir.ir.errors import ConversionError
+from poolir.ir.element_types import dtype_of
+from poolir.ir.errors import ConversionError, InvalidModelError
 
 _NUMPY = {"auto_broadcast": "numpy"}
 _KEEP_WHOLE = {"starts": 0, "ends": 2**63 - 1, "steps": 1}
@@ -65,3 +70,27 @@ def _as_i64(node: OnnxNode, value: Value, name: str) -> Value:
     if value.element_type == "i64":
         return value
     return node.layer("Convert", [value], {"destination_type": "i64"}, name=name)[0]
+
+
+def pad_by_computed_pads(node: OnnxNode, x: Value, pads: Value, mode: str, fill: Value | None) -> list[Value]:
+    """x padded by run-time `pads` ([begins..., ends...]) in IR `mode`, `fill` its constant value (or None)."""
+    rank = len(x.shape)
+    if len(pads.shape) != 1 or pads.shape[0] not in (None, 2 * rank):
+        raise InvalidModelError(f"pads of shape {list(pads.shape)} for rank {rank} (expected [{2 * rank}])")
+    pads = _as_i64(node, pads, f"{node.name}/pads_i64")
+    one = Value(node.const(np.ones(1, np.int64)), "i64", (1,))
+    halves = [node.layer("Slice", [pads, _vector(node, start), _vector(node, start + rank), one],
+                         name=f"{node.name}/{what}")[0] for start, what in ((0, "begins"), (rank, "ends"))]
+    crops = [node.layer("Minimum", [half, _scalar(node, 0)], _NUMPY, name=f"{half_name}_crop")[0]
+             for half, half_name in zip(halves, (f"{node.name}/begins", f"{node.name}/ends"))]
+    zero = Value(node.const(np.zeros((), dtype_of(x.element_type))), x.element_type, ())
+    cropped = node.layer("Pad", [x, *crops, zero], {"pad_mode": "constant"}, name=f"{node.name}/crop",
+                         newest=True)[0]  # Pad-12: negative pads
+    grows = [node.layer("Maximum", [half, _scalar(node, 0)], _NUMPY, name=f"{half_name}_grow")[0]
+             for half, half_name in zip(halves, (f"{node.name}/begins", f"{node.name}/ends"))]
+    inputs = [cropped, *grows] + ([fill] if fill is not None else [])
+    return node.layer("Pad", inputs, {"pad_mode": mode}, name=node.name)
+
+
+def _vector(node: OnnxNode, value: int) -> Value:
+    return Value(node.const(np.asarray([value], np.int64)), "i64", (1,))
