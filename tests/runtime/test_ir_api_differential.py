@@ -227,3 +227,18 @@ def test_preprocessing_with_resize_is_refused_naming_interpolate(tmp_path):
     path = _preprocessed_cnn(tmp_path / "m.xml", resize=True)
     with pytest.raises(UnsupportedError, match=r"unsupported layer types: Interpolate-opset11$"):
         runtime.Session(ir.read_model(path))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32])
+@pytest.mark.parametrize("low, high", [(1.678, 3.677), (0.5, 4.5), (-4.5, -1.5), (-2.7, 1e10), (200.5, 300.7)])
+def test_clamp_of_integers_rounds_its_bounds_as_openvino(tmp_path, dtype, low, high):
+    # i8/u8: OpenVINO clamps in float32 and truncates, so u8 0 with min 1.678 is 1 (poolir: ceil(min) = 2, which
+    # is still right for i32).
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    x = _param([9], dtype)
+    path = save_ir([_named(ov1.clamp(x, low, high))], [x], tmp_path / "m.xml")
+    feeds = {"x": np.arange(-3, 6).astype(dtype) if dtype != np.uint8 else np.arange(0, 9).astype(dtype)}
+    expected = assert_matches_openvino(path, feeds)["y"]
+    np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"], expected)
