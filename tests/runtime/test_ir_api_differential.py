@@ -242,3 +242,19 @@ def test_clamp_of_integers_rounds_its_bounds_as_openvino(tmp_path, dtype, low, h
     feeds = {"x": np.arange(-3, 6).astype(dtype) if dtype != np.uint8 else np.arange(0, 9).astype(dtype)}
     expected = assert_matches_openvino(path, feeds)["y"]
     np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"], expected)
+
+
+@pytest.mark.parametrize("source", [np.float32, np.float16])
+@pytest.mark.parametrize("destination", ["u8", "i8"])
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("like", [False, True])
+def test_float_to_8_bit_conversion_saturates_on_dynamic_dims(tmp_path, source, destination, dynamic, like):
+    # OpenVINO's CPU plugin wraps an out-of-range float into i8/u8 on static dims (300 -> 44) but saturates on a
+    # dim declared dynamic (300 -> 255): poolir wrapped in both.
+    x = ov1.parameter(ov.PartialShape([-1] if dynamic else [10]), OV_TYPES[np.dtype(source)], name="x")
+    x.output(0).get_tensor().set_names({"x"})
+    target = np.zeros([1], {"u8": np.uint8, "i8": np.int8}[destination])
+    node = ov1.convert_like(x, target) if like else ov1.convert(x, destination)
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    values = [300.0, -159.0, np.nan, np.inf, -np.inf, 255.5, -0.7, 127.9, -128.9, 97.0]
+    assert_matches_openvino(path, {"x": np.array(values, source)})
