@@ -16,7 +16,7 @@ from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
 from poolir.ir.shapes import TensorInfo
 from poolir.ir.model import Layer
-from poolir.ir.ops.movement import broadcast_mode
+from poolir.ir.ops.movement import broadcast_mode, unsqueeze_axes
 from poolir.runtime.onnx_ops import first_opset, first_opset_with
 
 _INT64_MAX, _INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -134,6 +134,8 @@ def _squeeze_like(op_type: str) -> Callable[[Context, Layer], None]:
         attrs = {}
         if len(layer.inputs) > 1:
             axes = context.constant_ints(layer, 1, "axes")
+            if op_type == "Unsqueeze":  # ONNX refuses repeated axes; OpenVINO reads them (unsqueeze_axes)
+                axes = unsqueeze_axes(axes, len(context.input_info(layer, 0).shape))
             if op_type == "Squeeze":
                 axes = _squeezed_axes(context, layer, axes)
                 if not axes:  # nothing to squeeze; an empty ONNX axes list would squeeze every dim of 1

@@ -258,3 +258,26 @@ def test_float_to_8_bit_conversion_saturates_on_dynamic_dims(tmp_path, source, d
     path = save_ir([_named(node)], [x], tmp_path / "m.xml")
     values = [300.0, -159.0, np.nan, np.inf, -np.inf, 255.5, -0.7, 127.9, -128.9, 97.0]
     assert_matches_openvino(path, {"x": np.array(values, source)})
+
+
+@pytest.mark.parametrize("shape, axes", [([1, 1, 2], [3, -2]), ([2, 3], [0, 0]), ([2, 3], [1, -2]), ([2, 3], [0, -4]),
+                                         ([2], [1, -1, 0])])
+def test_unsqueeze_with_repeated_axes_counts_each_position_once(tmp_path, shape, axes):
+    # poolir refused "repeated Unsqueeze axes"; OpenVINO counts a repeat once ([2, 3] with [0, 0] -> [1, 2, 3]).
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    x = _param(shape, np.float32)
+    path = save_ir([_named(ov1.unsqueeze(x, np.array(axes, np.int64)))], [x], tmp_path / "m.xml")
+    feeds = {"x": np.arange(np.prod(shape), dtype=np.float32).reshape(shape)}
+    expected = assert_matches_openvino(path, feeds)["y"]
+    assert onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"].shape == expected.shape
+
+
+def test_auto_broadcast_none_accepts_a_ranged_dim_that_holds_the_other(tmp_path):
+    # [1..2,2] + [1,2] with auto_broadcast none: poolir refused "needs equal shapes"; OpenVINO merges the dims.
+    x = ov1.parameter(ov.PartialShape([ov.Dimension(1, 2), 2]), ov.Type.f32, name="x")
+    x.output(0).get_tensor().set_names({"x"})
+    b = _param([1, 2], np.float32, name="b")
+    path = save_ir([_named(ov1.add(x, b, auto_broadcast="none"))], [x, b], tmp_path / "m.xml")
+    assert_matches_openvino(path, {"x": np.array([[1, 2]], np.float32), "b": np.array([[3, 4]], np.float32)})
