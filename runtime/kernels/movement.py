@@ -25,18 +25,21 @@ def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode:
     mapped back by the mode, so a reflected or edge value may be one the crop removes (the spec's mixed example:
     pads_begin [2, -1], pads_end [-1, 3], reflect: the row [1, 2, 3, 4] gives [2, 3, 4, 3, 2, 1]; its CPU
     plugin agrees). That is padding by the positive amounts first and cropping after. The orders differ only
-    in reflect, symmetric and edge modes."""
-    if not crop_first:
-        padded = pad(x, [max(0, int(b)) for b in pads_begin], [max(0, int(e)) for e in pads_end], mode, value)
-        return padded[tuple(slice(max(0, -b), padded.shape[i] - max(0, -e))
-                            for i, (b, e) in enumerate(zip(pads_begin, pads_end)))]
-    crop = tuple(slice(max(0, -b), x.shape[i] - max(0, -e)) for i, (b, e) in enumerate(zip(pads_begin, pads_end)))
-    x = x[crop]
+    in reflect, symmetric and edge modes, and where a crop is longer than the axis (constant mode, n=1 with
+    pads 3 and -2: 2 elements, n + begin + end, in both engines; cropping first would leave 3)."""
+    crops = [(max(0, -int(b)), max(0, -int(e))) for b, e in zip(pads_begin, pads_end)]
     widths = [(max(0, int(b)), max(0, int(e))) for b, e in zip(pads_begin, pads_end)]
+    crop_after = not crop_first or mode == "constant"
+    if not crop_after:
+        x = x[tuple(slice(b, n - e) for n, (b, e) in zip(x.shape, crops))]
     check_allocation([n + b + e for n, (b, e) in zip(x.shape, widths)], x.itemsize, "the padded output")
     if mode == "constant":
-        return np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
-    return np.pad(x, widths, mode=mode)
+        padded = np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
+    else:
+        padded = np.pad(x, widths, mode=mode)
+    if crop_after:
+        padded = padded[tuple(slice(b, max(b, n - e)) for n, (b, e) in zip(padded.shape, crops))]
+    return padded
 
 
 def reshape(x: np.ndarray, shape: Sequence[int], allowzero: bool = False) -> np.ndarray:
