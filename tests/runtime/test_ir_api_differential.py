@@ -297,3 +297,22 @@ def test_auto_broadcast_none_accepts_a_ranged_dim_that_holds_the_other(tmp_path)
     b = _param([1, 2], np.float32, name="b")
     path = save_ir([_named(ov1.add(x, b, auto_broadcast="none"))], [x, b], tmp_path / "m.xml")
     assert_matches_openvino(path, {"x": np.array([[1, 2]], np.float32), "b": np.array([[3, 4]], np.float32)})
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("build", [ov1.add, ov1.subtract, ov1.multiply, ov1.divide],
+                         ids=["Add", "Subtract", "Multiply", "Divide"])
+def test_8_bit_arithmetic_saturates_in_onnx_as_in_openvino(tmp_path, dtype, build):
+    # OpenVINO's CPU plugin computes i8/u8 arithmetic in int32 and saturates (u8 3 - 5 -> 0, i8 100 * 100 -> 127;
+    # Divide truncates); poolir's IR runtime did, but its ONNX wrapped (3 - 5 -> 254) and floored.
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    a, b = _param([6], dtype, name="a"), _param([6], dtype, name="b")
+    path = save_ir([_named(build(a, b))], [a, b], tmp_path / "m.xml")
+    if dtype == np.int8:
+        feeds = {"a": np.array([100, -100, 127, -128, -7, 7], dtype), "b": np.array([100, 100, 2, -1, 2, -2], dtype)}
+    else:
+        feeds = {"a": np.array([3, 200, 255, 0, 7, 250], dtype), "b": np.array([5, 100, 2, 1, 2, 3], dtype)}
+    expected = assert_matches_openvino(path, feeds)["y"]
+    np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"], expected)
