@@ -73,6 +73,7 @@ class IRProgram:
         self._steps: list[_Step] = []
         folded: set[int] = set()  # ids of layers OpenVINO computes at compile time (LayerInfo.folded)
         result_ids: list[int] = []
+        inference = infer_model(model)  # before the builders: LayerInfo.dynamic is read from it
         for layer in order:
             where = layer_label(layer.name, layer.id, layer.type)
             try:
@@ -91,7 +92,9 @@ class IRProgram:
                         folded.add(layer.id)
                     info = LayerInfo(layer, frozenset(i for i, port in enumerate(layer.outputs)
                                                        if (layer.id, port.id) in consumed), layer.id in folded,
-                                     frozenset(i for i, s in enumerate(sources) if s.type == "Const" or s.id in folded))
+                                     frozenset(i for i, s in enumerate(sources) if s.type == "Const" or s.id in folded),
+                                     any(not dim.is_static for port in layer.inputs
+                                         for dim in inference.inputs[(layer.id, port.id)].shape))
                     self._steps.append(_Step(layer, BUILDERS[layer.type](info), inputs, outputs))
             except PoolirError as error:
                 raise error.located(file=self.file, where=where) from None
@@ -105,7 +108,6 @@ class IRProgram:
             raise InvalidModelError("the model has no Result layer", file=self.file)
         self._slot_of = slot_of
         self._steps = self._with_releases(self._steps)
-        inference = infer_model(model)
         self._check_peak(inference)  # the live set at each step, from the static shapes
         self._folded_outputs: list[tuple[str, int]] = []
         self._fold_constants(inference)

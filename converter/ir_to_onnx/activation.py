@@ -26,7 +26,7 @@ from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
 from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
-from poolir.ir.ops.activation import prelu_slope_on_channels
+from poolir.ir.ops.activation import clamp_integer_bounds, prelu_slope_on_channels
 from poolir.runtime.onnx_ops import OP_VERSIONS, first_opset, op_version
 from poolir.runtime.onnx_ops.activation import softmax_along_axis
 
@@ -101,9 +101,7 @@ def clamp(context: Context, layer: Layer) -> None:
     dtype = dtype_of(element_type)
     low, high = layer.attrs["min"], layer.attrs["max"]
     if is_integer(element_type):
-        limits = np.iinfo(dtype)
-        low = limits.min if low < limits.min else min(math.ceil(low), limits.max)
-        high = limits.max if high > limits.max else max(math.floor(high), limits.min)
+        low, high = clamp_integer_bounds(low, high, element_type)  # OpenVINO's rounding of the bounds
     bounds = np.asarray(low).astype(dtype), np.asarray(high).astype(dtype)
     source, output = context.input(layer, 0), context.name_output(layer, 0)
     if has_attribute("Clip", context.opset, "min"):

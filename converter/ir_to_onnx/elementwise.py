@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+from onnx import TensorProto
 
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
@@ -42,8 +43,37 @@ def floor(context: Context, layer: Layer) -> None:
                       layer.name)
 
 
+def _saturates(context: Context, layer: Layer) -> bool:
+    """Whether OpenVINO's CPU plugin saturates this i8/u8 layer: it computes in int32 and saturates on run-time
+    inputs (runtime/ir_ops/elementwise.py: u8 3 - 5 -> 0, i8 100 * 100 -> 127), where ONNX wraps; a layer it folds
+    (every input known when compiling) gets the reference implementation, which wraps as ONNX does."""
+    return (context.input_info(layer, 0).element_type in ("i8", "u8")
+            and any(context.constant(layer, i) is None for i in range(len(layer.inputs))))
+
+
+def _in_int32_saturated(context: Context, layer: Layer, op_type: str, **attributes) -> None:
+    """`op_type` of two i8/u8 inputs as OpenVINO's CPU plugin computes it: in int32 (exact for Add, Sub and Mul of
+    8-bit values; Div truncates in both), clipped to the type and cast back."""
+    element_type = context.input_info(layer, 0).element_type
+    what = f"{layer.type} of {element_type} (saturated, as OpenVINO's CPU plugin computes it)"
+    check_writes(context, op_type, "i32", what)
+    check_writes(context, "Clip", "i32", what)
+    base = layer.name
+    wide = [context.node("Cast", [context.input(layer, i)], f"{base}/i32_{i}", to=TensorProto.INT32)[0]
+            for i in range(2)]
+    (result,) = context.node(op_type, wide, f"{base}/wide", **attributes)
+    limits = np.iinfo(dtype_of(element_type))
+    bounds = [context.initializer(np.array(v, np.int32), f"{base}/{name}")
+              for v, name in ((limits.min, "min"), (limits.max, "max"))]
+    (clipped,) = context.node("Clip", [result, *bounds], f"{base}/saturated")
+    context.node_into("Cast", [clipped], [context.name_output(layer, 0)], base, to=onnx_element_type(element_type))
+
+
 def _binary(op_type: str) -> Callable[[Context, Layer], None]:
     def convert(context: Context, layer: Layer) -> None:
+        if op_type in ("Add", "Sub", "Mul") and _saturates(context, layer):
+            _in_int32_saturated(context, layer, op_type)
+            return
         check_writes(context, op_type, context.input_info(layer, 0).element_type, layer.type)
         context.node_into(op_type, [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
                           layer.name)
@@ -90,6 +120,9 @@ def _refuse_integer_division_by_zero(context: Context, layer: Layer) -> None:
 
 def divide(context: Context, layer: Layer) -> None:
     _refuse_integer_division_by_zero(context, layer)
+    if _saturates(context, layer):  # truncated whatever m_pythondiv says, on run-time inputs
+        _in_int32_saturated(context, layer, "Div")
+        return
     check_writes(context, "Div", context.input_info(layer, 0).element_type, layer.type)
     a, b = context.input(layer, 0), context.input(layer, 1)
     output = context.name_output(layer, 0)

@@ -14,7 +14,7 @@ from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import first_opset_where, has_attribute
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
-from poolir.ir.ops.movement import broadcast_mode
+from poolir.ir.ops.movement import broadcast_mode, unsqueeze_axes
 from poolir.ir.shapes import TensorInfo
 from poolir.ir.model import Layer
 from poolir.runtime.kernels.movement import padding_sources
@@ -135,6 +135,8 @@ def _squeeze_like(op_type: str) -> Callable[[Context, Layer], None]:
         attrs = {}
         if len(layer.inputs) > 1:
             axes = context.constant_ints(layer, 1, "axes")
+            if op_type == "Unsqueeze":  # ONNX refuses repeated axes; OpenVINO reads them (unsqueeze_axes)
+                axes = unsqueeze_axes(axes, len(context.input_info(layer, 0).shape))
             if op_type == "Squeeze":
                 axes = _squeezed_axes(context, layer, axes)
                 if not axes:  # nothing to squeeze; an empty ONNX axes list would squeeze every dim of 1

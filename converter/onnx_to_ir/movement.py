@@ -315,8 +315,8 @@ _PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wra
 def pad(node: OnnxNode) -> list[Value]:
     """Pad-2 (pads and value attributes), Pad-11+ (pads, constant_value inputs; axes from 18).
 
-    ONNX crops first (negative pads; onnxruntime slices before it pads), so a crop is an IR Slice before the Pad
-    of the positive amounts. IR Pad has constant, edge and reflect, with reflect pads < the dim; ONNX wrap
+    onnxruntime crops (negative pads) before it pads in edge, reflect and wrap modes, so a crop is an IR Slice
+    before the Pad of the positive amounts; in constant mode it crops after, as IR Pad-12 does. IR Pad has constant, edge and reflect, with reflect pads < the dim; ONNX wrap
     (opset 19), and reflect reaching past the far edge of a static axis (poolir reflects again, as onnx.reference's
     np.pad), are a Gather per padded axis of the source positions np.pad gives (`padding_sources`). Reflect on a
     dynamic axis stays an IR Pad: exact wherever OpenVINO runs it (it refuses pads >= the dim at run time)."""
@@ -353,6 +353,11 @@ def pad(node: OnnxNode) -> list[Value]:
     if len(pads) != 2 * rank:
         raise InvalidModelError(f"pads has {len(pads)} values for rank {rank} (expected {2 * rank})")
     begin, end = pads[:rank], pads[rank:]
+    if min(pads) < 0 and mode == "constant":  # crops after padding in onnxruntime, as OpenVINO's Pad-12 does
+        fill_array = np.asarray(fill).astype(dtype_of(x.element_type))
+        return node.layer("Pad", [x, _i64(node, begin), _i64(node, end),
+                                  Value(node.const(fill_array), x.element_type, ())],
+                          {"pad_mode": "constant"}, name=node.name, newest=True)
     if min(pads) < 0:
         grows = max(pads) > 0
         x = _cropped(node, x, begin, end, f"{node.name}/cropped" if grows else node.name)

@@ -11,9 +11,13 @@ PRelu is spelled "PReLU".
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
+import numpy as np
+
 from poolir.ir.attributes import FLOAT, INT, Attr, OpVersion
+from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UsageError
 from poolir.ir.model import Layer, opset_number, shape_str
 from poolir.ir.registry import ShapeRules
@@ -43,6 +47,21 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
 )
 
 SHAPE_RULES = ShapeRules()
+
+
+def clamp_integer_bounds(low: float, high: float, element_type: str) -> tuple[int, int]:
+    """The integer bounds OpenVINO 2026.4's CPU plugin clamps an integer tensor to, within the type: ceil(min) and
+    floor(max) (the spec's reading: i32 with min -1.5, max 2.5 clamps to [-1, 2]), but for i8 and u8 it clamps in
+    float32 and truncates the result, which is clamping to trunc(min) and trunc(max) (u8 with min 1.678 -> 1, i8
+    with max -1.5 -> -1). An infinite bound is the type's limit."""
+    limits = np.iinfo(dtype_of(element_type))
+    small = element_type in ("i8", "u8")
+    round_low, round_high = (math.trunc, math.trunc) if small else (math.ceil, math.floor)
+    if small:
+        low, high = float(np.float32(low)), float(np.float32(high))
+    lo = limits.min if low < limits.min else min(round_low(low), limits.max)
+    hi = limits.max if high > limits.max else max(round_high(high), limits.min)
+    return lo, hi
 
 
 @SHAPE_RULES.register(*PLAIN_TYPES, "Clamp")

@@ -10,9 +10,9 @@ import numpy as np
 from poolir.ir.attributes import BOOL, ELEMENT_TYPE, STR, Attr, OpVersion
 from poolir.ir.element_types import check_computable, is_integer
 from poolir.ir.errors import InvalidModelError
-from poolir.ir.model import Layer, shape_str
+from poolir.ir.model import Dim, Layer, shape_str
 from poolir.ir.registry import ShapeRules
-from poolir.ir.shapes import TensorInfo, broadcast_shapes, folded, static_values
+from poolir.ir.shapes import TensorInfo, broadcast_shapes, folded
 
 AUTO_BROADCAST = ("none", "numpy")  # "pdpd" exists in OpenVINO but no pooling model uses it
 BINARY_TYPES = ("Add", "Subtract", "Multiply", "Divide", "FloorMod", "Mod", "Maximum", "Minimum", "Power")
@@ -40,6 +40,21 @@ _FOLDABLE_BINARY: dict[str, Callable] = {
 }
 
 
+def _merged_shapes(a, b):
+    """auto_broadcast none: equal shapes, where a dynamic or ranged dim equals any dim it can hold, as OpenVINO
+    merges them ([1..2,2] with [1,2] is [1,2]); the run checks the fed shapes are equal."""
+    merged = []
+    for x, y in zip(a, b):
+        low = max(x.min, y.min)
+        high = y.max if x.max is None else (x.max if y.max is None else min(x.max, y.max))
+        if high is not None and low > high:
+            break
+        merged.append(Dim(low, high))
+    if len(a) != len(b) or len(merged) != len(a):
+        raise InvalidModelError(f"auto_broadcast none needs equal shapes, got {shape_str(a)} and {shape_str(b)}")
+    return tuple(merged)
+
+
 @SHAPE_RULES.register(*BINARY_TYPES)
 def infer_binary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     """Both inputs of one element type; the output shape by numpy broadcasting (equal shapes for
@@ -48,10 +63,9 @@ def infer_binary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     if a.element_type != b.element_type:
         raise InvalidModelError(f"input element types differ ({a.element_type}, {b.element_type})")
     if layer.attrs["auto_broadcast"] == "none":
-        if a.shape != b.shape and static_values(a.shape) != static_values(b.shape):
-            raise InvalidModelError(f"auto_broadcast none needs equal shapes, got {shape_str(a.shape)} "
-                                    f"and {shape_str(b.shape)}")
-    shape = broadcast_shapes(a.shape, b.shape)
+        shape = _merged_shapes(a.shape, b.shape)
+    else:
+        shape = broadcast_shapes(a.shape, b.shape)
     fold = _FOLDABLE_BINARY.get(layer.type)
     integral = is_integer(a.element_type)
     # Integer values fold with numpy's wrap-around, silently (numpy's overflow warning would reach stderr);

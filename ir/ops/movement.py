@@ -126,16 +126,27 @@ def infer_squeeze(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     return [info_of_value(data.element_type, value, shape)]
 
 
+def unsqueeze_axes(raw: list[int], rank: int) -> list[int]:
+    """The output positions an Unsqueeze of a rank-`rank` input inserts, sorted, as OpenVINO 2026.4 reads its axes
+    (the spec is silent on repeats): repeated values count once, each axis is counted from the end against
+    rank + the number of distinct values, and two that land on one position insert one dim ([1,1,2] with axes
+    [3, -2] -> [1,1,2,1]; [2,3] with [0, 0] -> [1,2,3]). A position past the resulting rank is refused, as
+    OpenVINO refuses [2,3] with [3, 3]."""
+    distinct = list(dict.fromkeys(raw))
+    axes = sorted({normalize_axis(a, rank + len(distinct)) for a in distinct})
+    if axes and axes[-1] >= rank + len(axes):
+        raise InvalidModelError(f"Unsqueeze axes {raw} insert {len(axes)} dim(s) into rank {rank}: position "
+                                f"{axes[-1]} is past the output rank {rank + len(axes)}")
+    return axes
+
+
 @SHAPE_RULES.register("Unsqueeze")
 def infer_unsqueeze(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data, axes_info = inputs
     if axes_info.value is None:
         raise UnsupportedError("Unsqueeze axes must be constant (the output rank depends on them)")
-    raw = [int(a) for a in np.ravel(axes_info.value)]
-    rank = len(data.shape) + len(raw)
-    axes = sorted({normalize_axis(a, rank) for a in raw})
-    if len(axes) != len(raw):
-        raise InvalidModelError(f"repeated Unsqueeze axes {raw}")
+    axes = unsqueeze_axes([int(a) for a in np.ravel(axes_info.value)], len(data.shape))
+    rank = len(data.shape) + len(axes)
     dims = iter(data.shape)
     shape = tuple(Dim.static(1) if i in axes else next(dims) for i in range(rank))
     value = np.expand_dims(data.value, tuple(axes)) if data.value is not None else None

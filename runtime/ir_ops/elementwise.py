@@ -193,13 +193,22 @@ def openvino_truth(x: np.ndarray, folded: bool) -> np.ndarray:
     return truth
 
 
-def openvino_convert(x: np.ndarray, dtype: np.dtype, folded: bool) -> np.ndarray:
+def openvino_convert(x: np.ndarray, dtype: np.dtype, folded: bool, dynamic: bool = False) -> np.ndarray:
     """Convert: float -> integer truncates toward zero (OpenVINO: [-1.7, 1.5, 2.5] -> [-1, 1, 2] for i32) as x86
     converts (kernels.elementwise.cast); an f16 infinity becomes +-65504 first when the target is i32 or i64
-    (OpenVINO 2026.4 CPU; into i8/u8 it gives 0, as f32's does)."""
+    (OpenVINO 2026.4 CPU; into i8/u8 it gives 0, as f32's does).
+
+    dynamic (an input dim declared dynamic, not folded): the CPU plugin's dynamic-shape path saturates a float
+    into i8/u8 instead, NaN giving 0: f32 [300, -159, nan, 255.5] -> u8 [255, 0, 0, 255], where the same layer on
+    static dims gives [44, 97, 0, 255] (OpenVINO 2026.4; also after other layers). The spec leaves values out of
+    the destination's range undefined."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return openvino_truth(x, folded)
+    if dynamic and not folded and is_float(x.dtype) and dtype in _CPU_SATURATED_TYPES:
+        limits = np.iinfo(dtype)
+        wide = np.nan_to_num(np.trunc(x.astype(np.float32)), nan=0.0, posinf=limits.max, neginf=limits.min)
+        return np.clip(wide, limits.min, limits.max).astype(dtype)
     if x.dtype == np.float16 and dtype in (np.int32, np.int64):
         x = np.clip(x, -np.finfo(np.float16).max, np.finfo(np.float16).max)
     return cast(x, dtype)
@@ -208,12 +217,12 @@ def openvino_convert(x: np.ndarray, dtype: np.dtype, folded: bool) -> np.ndarray
 @builder("Convert")
 def _convert(info):
     dtype = dtype_of(info.layer.attrs.get("destination_type", ""))
-    return lambda args: (openvino_convert(args[0], dtype, info.folded),)
+    return lambda args: (openvino_convert(args[0], dtype, info.folded, info.dynamic),)
 
 
 @builder("ConvertLike")
 def _convert_like(info):
-    return lambda args: (openvino_convert(args[0], args[1].dtype, info.folded),)
+    return lambda args: (openvino_convert(args[0], args[1].dtype, info.folded, info.dynamic),)
 
 
 @builder("Mod")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.ir.errors import InvalidModelError, UnsupportedError
-from poolir.ir.ops.movement import broadcast_mode
+from poolir.ir.ops.movement import broadcast_mode, unsqueeze_axes
 from poolir.runtime.ir_ops.registry import axis_index, builder, int_list
 from poolir.runtime.kernels import movement as kernels
 
@@ -44,9 +44,7 @@ def _squeeze(info):
 def _unsqueeze(info):
     def run(args):
         x = args[0]
-        axes = int_list(args[1], "axes")
-        rank = x.ndim + len(axes)
-        return (np.expand_dims(x, tuple(sorted(axis_index(a, rank) for a in axes))),)
+        return (np.expand_dims(x, tuple(unsqueeze_axes(int_list(args[1], "axes"), x.ndim))),)
 
     return run
 

@@ -38,6 +38,9 @@ class LayerInfo:
     # ShapeOf of static dims, transitively), with its reference implementation, not the CPU plugin's kernel.
     folded: bool = False
     constant_inputs: frozenset[int] = frozenset()  # input ports whose values OpenVINO knows when compiling
+    # an input dim is dynamic (as inferred from the declared dims): OpenVINO's CPU plugin then runs the layer
+    # through its dynamic-shape path, which some layers compute differently (Convert: runtime/ir_ops/elementwise.py)
+    dynamic: bool = False
 
 
 Builder = Callable[[LayerInfo], LayerFn]

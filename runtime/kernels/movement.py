@@ -23,25 +23,27 @@ def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode:
     """Pad every axis by (begin, end); negative amounts crop. mode: constant, reflect, edge, wrap, symmetric.
 
     The worlds crop at different times, which matters where a reflection reaches the cropped part: ONNX
-    (onnxruntime's pad.cc slices first) crops before padding, OpenVINO Pad-12 (crop_first=False) pads the whole
-    input and crops after: x = [1, 2, 3, 4], reflect, begin 3, end -2 gives [2, 1, 2, 1, 2] in ONNX and
-    [4, 3, 2, 1, 2] in OpenVINO."""
+    (onnxruntime's pad.cc slices first: "Pad reflect requires axis length >= 2 after slicing") crops before
+    padding, OpenVINO Pad-12 (crop_first=False) maps every output element into the *uncropped* input, i.e. pads
+    by the positive amounts and crops after: x = [1, 2, 3, 4], reflect, begin 3, end -2 gives [2, 1, 2, 1, 2] in
+    ONNX and [4, 3, 2, 1, 2] in OpenVINO. In constant mode both engines crop after (n = 1, pads 3 and -2: 2
+    elements, n + begin + end; cropping first would leave 3). A crop below zero (n + begin + end < 0) is refused."""
     for axis, (n, b, e) in enumerate(zip(x.shape, pads_begin, pads_end)):
         if n + b + e < 0:
             raise InvalidModelError(f"pads {b}, {e} crop axis {axis} of size {n} below zero")
-    crop = tuple(slice(max(0, -b), n - max(0, -e)) for n, b, e in zip(x.shape, pads_begin, pads_end))
+    crops = [(max(0, -int(b)), max(0, -int(e))) for b, e in zip(pads_begin, pads_end)]
     widths = [(max(0, int(b)), max(0, int(e))) for b, e in zip(pads_begin, pads_end)]
-    if crop_first:
-        x = x[crop]
-    else:
-        crop = tuple(slice(c.start, c.start + n + int(b) + int(e)) for n, b, e, c in zip(x.shape, pads_begin, pads_end,
-                                                                                      crop))
+    crop_after = not crop_first or mode == "constant"
+    if not crop_after:
+        x = x[tuple(slice(b, max(b, n - e)) for n, (b, e) in zip(x.shape, crops))]
     check_allocation([n + b + e for n, (b, e) in zip(x.shape, widths)], x.itemsize, "the padded output")
     if mode == "constant":
         padded = np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
     else:
         padded = np.pad(x, widths, mode=mode)
-    return padded if crop_first else np.ascontiguousarray(padded[crop])
+    if crop_after:
+        padded = np.ascontiguousarray(padded[tuple(slice(b, max(b, n - e)) for n, (b, e) in zip(padded.shape, crops))])
+    return padded
 
 
 def padding_sources(length: int, begin: int, end: int, mode: str) -> np.ndarray:
