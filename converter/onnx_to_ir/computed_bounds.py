@@ -14,8 +14,9 @@ Exact: ONNX forbids repeated axes, so at most one entry of each row of `hit` is 
 The bounds themselves only move (Gather, Select): the plugin computes an integer ReduceSum in float32, which
 would turn INT32_MAX into INT32_MIN; the entry indices are small.
 
-Pad with run-time `pads` -> a Pad-12 by min(pads, 0), which only crops (negative pads crop first in ONNX, as
-onnxruntime and the runtime's kernels.movement.pad compute it), then a Pad by max(pads, 0) in the node's mode.
+Pad with run-time `pads` -> in edge and reflect modes a Pad-12 by min(pads, 0), which only crops (negative pads
+crop first there in ONNX, as onnxruntime and the runtime's kernels.movement.pad compute it), then a Pad by
+max(pads, 0) in the node's mode; in constant mode, which onnxruntime crops after padding, one Pad-12.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def pad_by_computed_pads(node: OnnxNode, x: Value, pads: Value, mode: str, fill:
     one = Value(node.const(np.ones(1, np.int64)), "i64", (1,))
     halves = [node.layer("Slice", [pads, _vector(node, start), _vector(node, start + rank), one],
                          name=f"{node.name}/{what}")[0] for start, what in ((0, "begins"), (rank, "ends"))]
+    if mode == "constant":  # onnxruntime pads, then crops, in constant mode: what one Pad-12 does
+        return node.layer("Pad", [x, *halves, fill], {"pad_mode": "constant"}, name=node.name, newest=True)
     crops = [node.layer("Minimum", [half, _scalar(node, 0)], _NUMPY, name=f"{half_name}_crop")[0]
              for half, half_name in zip(halves, (f"{node.name}/begins", f"{node.name}/ends"))]
     zero = Value(node.const(np.zeros((), dtype_of(x.element_type))), x.element_type, ())

@@ -335,6 +335,9 @@ def pad(node: OnnxNode) -> list[Value]:
     else:
         given = None if given is not None and given.shape == (0,) else given
         if _known(node, pads_input) is None and axes_input is None:  # computed pads: computed_bounds.py
+            if mode == "wrap":
+                raise ConversionError("Pad mode wrap with pads computed at run time has no IR equivalent (IR Pad has "
+                                      "no wrap mode; with constant pads it converts as a Gather)")
             node.check_same_element_type(x, "the input", [("constant_value", given)])
             fill = given if given is not None else Value(node.const(np.zeros((), dtype_of(x.element_type))),
                                                          x.element_type, ())
