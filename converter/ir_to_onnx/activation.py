@@ -133,6 +133,10 @@ def prelu(context: Context, layer: Layer) -> None:
         slope_name = context.initializer(slope.reshape((-1,) + (1,) * (rank - 2)), f"{layer.name}/slope")
     elif len(slope_info.shape) == 1 and rank >= 2 and size is None:
         raise ConversionError("a 1-D PReLU slope of unknown length: OpenVINO may apply it per channel")
+    elif len(slope_info.shape) == 1 and rank > 2 and channels is None and size != 1:
+        # The runtime decides per run (prelu_slope_on_channels with the fed C); one ONNX graph cannot.
+        raise ConversionError(f"a 1-D PReLU slope of length {size} over a dynamic channel dim: OpenVINO applies it "
+                              f"per channel when the run's channel count is {size}, else along the last axis")
     context.node_into("PRelu", [source, slope_name], [output], layer.name)
 
 

@@ -185,7 +185,8 @@ LOGICAL = {"LogicalAnd": o1.logical_and, "LogicalOr": o1.logical_or, "LogicalXor
 
 def arithmetic(c: Ctx):
     op = c.pick(sorted(ARITHMETIC))
-    mode = c.pick(("numpy", "numpy", "none", "pdpd"))
+    # pdpd (which poolir refuses, naming it) only on static dims: OpenVINO 2026.4 crashes on [?,4] + [4] with it
+    mode = c.pick(("numpy", "numpy", "none") + (() if c.dynamic else ("pdpd",)))
     a, b = _broadcast_shapes(c, mode)
     element_type = c.pick(NUMBERS)
     c.note(op=op, type=element_type, broadcast=mode, a=a, b=b)
@@ -274,7 +275,11 @@ def prelu(c: Ctx):
     shape = random_shape(c, c.ints(1, 4))
     slope_shape = c.pick(([1], [shape[1]] if len(shape) > 1 else [shape[0]], shape[-1:], shape))
     c.note(shape=shape, slope=slope_shape, type=element_type)
-    return [o1.prelu(c.param(shape, element_type), c.const(c.values(slope_shape, element_type)))]
+    # A 1-D slope that is not per channel on a dynamic channel dim: OpenVINO 2026.4 broadcasts the channels to the
+    # slope's length, or returns an empty tensor and crashes (README, "Layout"); those inputs stay static.
+    odd = len(slope_shape) == 1 and len(shape) > 1 and slope_shape[0] not in (1, shape[1])
+    x = c.param(shape, element_type, dynamic=False if odd else None)
+    return [o1.prelu(x, c.const(c.values(slope_shape, element_type)))]
 
 
 def softmax(c: Ctx):

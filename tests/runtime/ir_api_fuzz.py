@@ -204,10 +204,26 @@ KNOWN: list[tuple[str, Callable[[Finding], bool], str]] = [
      "OpenVINO's PReLU on a dynamic channel dim broadcasts the channels to the slope's length"),
     ("Convert", lambda f: "source=f64" in f.notes,
      "OpenVINO converts an f64 input at the boundary, saturating (not modelled)"),
+    ("Tile", lambda f: len(re.findall(r"[2-9]", f.notes.split("repeats=")[-1])) >= 3,
+     "OpenVINO's CPU plugin tiles wrong when three or more axes repeat (README, whole networks: Tile)"),
+    ("StridedSlice", lambda f: _backwards_from_before_start(f.notes, "begin", "strides"),
+     "OpenVINO starts a backward slice whose begin is before the axis at element 0; the spec: python's rules"),
+    ("Slice", lambda f: _backwards_from_before_start(f.notes, "start", "step"),
+     "OpenVINO starts a backward slice whose start is before the axis at element 0; the spec: python's rules"),
     ("Reduce", lambda f: ("type=i8" in f.notes and re.search(r"op=Reduce(Sum|Mean) ", f.notes) is not None)
      or ("type=u8" in f.notes and "op=ReduceL2 " in f.notes),
      "an i8 sum that overflows and comes back, or u8 ReduceL2 past 255: not modelled"),
 ]
+
+
+def _backwards_from_before_start(notes: str, begin: str, step: str) -> bool:
+    """Whether a slice's notes may hold a negative step whose begin lies before its axis (x[-9::-1] of a dim < 9:
+    python gives nothing, OpenVINO 2026.4 one element)."""
+    found = {key: re.search(rf"\b{key}=\[([^]]*)\]", notes) for key in ("shape", begin, step)}
+    if not all(found.values()):
+        return False
+    values = {key: [int(v) for v in m.group(1).split(",") if v.strip()] for key, m in found.items()}
+    return any(s < 0 and b < -min(values["shape"], default=0) for b, s in zip(values[begin], values[step]))
 
 
 def known_reason(finding: Finding, findings: list[Finding]) -> str | None:
