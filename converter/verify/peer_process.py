@@ -122,6 +122,9 @@ def serve(reply_fd: int) -> None:
 
     from poolir.converter import peers
 
+    # Ctrl-C reaches the whole foreground process group: the parent answers it (and its exit closes our stdin);
+    # here it would only print a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(reply_fd, "wb")
     os.dup2(2, 1)  # an engine printing to stdout must not reach the parent's terminal as poolir's output
 
@@ -140,12 +143,15 @@ def serve(reply_fd: int) -> None:
     while True:
         try:
             function, args = pickle.load(sys.stdin.buffer)
-        except EOFError:
+        except EOFError:  # the parent is done (or gone)
             return
         try:
             reply = ("ok", functions[function](*args))
         except Exception as error:  # noqa: BLE001 - the engine's failure is the parent's finding to report
             engine = "onnxruntime" if function.startswith("onnxruntime") else "openvino"
             reply = ("error", peers.peer_failure_summary(error), peers.unsupported_by_peer(engine, error))
-        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
-        replies.flush()
+        try:
+            pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
+            replies.flush()
+        except BrokenPipeError:  # the parent stopped listening (interrupted): nothing to report to
+            return
