@@ -24,6 +24,14 @@ def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode:
     crop = tuple(slice(max(0, -b), x.shape[i] - max(0, -e)) for i, (b, e) in enumerate(zip(pads_begin, pads_end)))
     x = x[crop]
     widths = [(max(0, int(b)), max(0, int(e))) for b, e in zip(pads_begin, pads_end)]
+    if mode == "reflect":
+        # A reflection mirrors once: pads below the (cropped) length, which must be >= 2 where it pads. numpy would
+        # reflect again past the far edge; onnxruntime and OpenVINO refuse ("Pad reflect: pre-pad (3) exceeds
+        # maximum allowed (2)"), and the spec's one mirror says nothing beyond it.
+        for axis, ((b, e), size) in enumerate(zip(widths, x.shape)):
+            if (b or e) and (size < 2 or max(b, e) > size - 1):
+                raise InvalidModelError(f"reflect pads {b}, {e} do not fit axis {axis} of length {size} (after "
+                                        f"cropping): each must be below the length, which must be at least 2")
     check_allocation([n + b + e for n, (b, e) in zip(x.shape, widths)], x.itemsize, "the padded output")
     if mode == "constant":
         return np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))
