@@ -289,3 +289,12 @@ def test_pad_reflect_past_the_edge_is_refused(length, pads):
 def test_pad_reflect_up_to_the_edge(tmp_path):
     feeds = {"x": np.arange(12, dtype=np.float32).reshape(3, 4)}
     in_both_worlds(node_model("Pad", 13, feeds, {"pads": np.array([2, -1, 0, 2])}, mode="reflect"), feeds, tmp_path)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, "bfloat16"])
+def test_reduce_with_computed_axes_refused_where_openvino_has_no_kernel(dtype):
+    import ml_dtypes
+    dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    feeds = {"x": np.arange(24).reshape(2, 3, 4).astype(dtype), "axes": np.array([0])}
+    with pytest.raises(ConversionError, match=r"^node 'node' \(ReduceMean\): the axes input must be constant"):
+        onnx_to_ir(node_model("ReduceMean", 20, feeds, keepdims=0))
