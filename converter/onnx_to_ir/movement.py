@@ -316,10 +316,9 @@ def pad(node: OnnxNode) -> list[Value]:
     """Pad-2 (pads and value attributes), Pad-11+ (pads, constant_value inputs; axes from 18).
 
     onnxruntime crops (negative pads) before it pads in edge, reflect and wrap modes, so a crop is an IR Slice
-    before the Pad of the positive amounts; in constant mode it crops after, as IR Pad-12 does. IR Pad has constant, edge and reflect, with reflect pads < the dim; ONNX wrap
-    (opset 19), and reflect reaching past the far edge of a static axis (poolir reflects again, as onnx.reference's
-    np.pad), are a Gather per padded axis of the source positions np.pad gives (`padding_sources`). Reflect on a
-    dynamic axis stays an IR Pad: exact wherever OpenVINO runs it (it refuses pads >= the dim at run time)."""
+    before the Pad of the positive amounts; in constant mode it crops after, as IR Pad-12 does. ONNX wrap (opset
+    19; PyTorch's dynamo exporter writes it for padding_mode='circular') has no IR Pad mode: a Gather per padded
+    axis of the positions np.pad copies (`padding_sources`), on axes of static length."""
     attrs = node.attributes()
     if _by_attribute(node, "pads"):
         x, pads_input, given, axes_input = node.checked_inputs(1, 1) + [None] * 3
@@ -394,7 +393,7 @@ def _padded_by_gather(node: OnnxNode, x: Value, begin: list[int], end: list[int]
         length = x.shape[axis]
         if length is None:
             raise ConversionError(f"Pad mode {mode} on axis {axis} of dynamic length has no IR equivalent (IR Pad "
-                                  "has no wrap, and reflects only pads shorter than the axis); --input-shape fixes it")
+                                  "has no wrap mode); --input-shape fixes it")
         if length == 0:
             raise InvalidModelError(f"Pad mode {mode} of axis {axis}, which is empty after the crop")
         indices = padding_sources(length, begin[axis], end[axis], mode)

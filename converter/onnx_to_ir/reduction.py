@@ -25,6 +25,7 @@ from poolir.ir.shapes import checked_axes
 _DIRECT = {op: op for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                              "ReduceL2")}
 _NUMPY = {"auto_broadcast": "numpy"}
+_RUN_TIME_AXES_TYPES = frozenset(("f16", "f32", "f64", "i32", "i64"))  # measured on OpenVINO 2026.4's CPU plugin
 
 
 def _axes(node: OnnxNode, attrs: dict, axes_input: Value | None, rank: int) -> list[int] | Value | None:
@@ -56,6 +57,9 @@ def reduce(node: OnnxNode) -> list[Value]:
     if axes is None:
         return _over_no_axis(node, x)
     keep_dims = bool(attrs.get("keepdims", 1))
+    if isinstance(axes, Value) and x.element_type not in _RUN_TIME_AXES_TYPES:
+        raise ConversionError(f"the axes input must be constant for {x.element_type} data: OpenVINO's CPU plugin "
+                              "has no Reduce* with run-time axes for it (bf16: no ReduceMean; i8/u8: no ReduceSum)")
     if isinstance(axes, Value) and not keep_dims and axes.shape[0] != 1:
         raise ConversionError("the axes input must be constant with keepdims=0 and more than one axis: with "
                               "run-time axes OpenVINO cannot know the output rank (they might repeat), and its CPU "

@@ -36,6 +36,14 @@ def pad(x: np.ndarray, pads_begin: Sequence[int], pads_end: Sequence[int], mode:
     crop_after = not crop_first or mode == "constant"
     if not crop_after:
         x = x[tuple(slice(b, max(b, n - e)) for n, (b, e) in zip(x.shape, crops))]
+    if mode == "reflect":
+        # A reflection mirrors once: pads below the length (cropped first in ONNX, whole in OpenVINO), which must be
+        # >= 2 where it pads. numpy would reflect again past the far edge; onnxruntime and OpenVINO refuse ("Pad
+        # reflect: pre-pad (3) exceeds maximum allowed (2)"), and the spec's one mirror says nothing beyond it.
+        for axis, ((b, e), size) in enumerate(zip(widths, x.shape)):
+            if (b or e) and (size < 2 or max(b, e) > size - 1):
+                raise InvalidModelError(f"reflect pads {b}, {e} do not fit axis {axis} of length {size}: each must be "
+                                        "below the length (after an ONNX crop), which must be at least 2")
     check_allocation([n + b + e for n, (b, e) in zip(x.shape, widths)], x.itemsize, "the padded output")
     if mode == "constant":
         padded = np.pad(x, widths, mode="constant", constant_values=np.asarray(value).astype(x.dtype))

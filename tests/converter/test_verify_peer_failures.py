@@ -54,15 +54,18 @@ def test_an_operator_openvino_has_no_rule_for_is_unsupported():
 
 
 def test_verify_reports_openvino_rejecting_a_node_as_an_error_row(tmp_path):
-    """The reflect pad above: poolir runs it (it reflects again, as onnx.reference's np.pad) and converts it exactly
-    (a Gather); OpenVINO's own converter rejects it, in verify's engine process."""
+    """A wrap Pad (PyTorch's circular padding): poolir runs it and converts it exactly (a Gather); OpenVINO's own
+    converter rejects the mode, in verify's engine process."""
+    pads = helper.make_tensor("pads", TensorProto.INT64, [8], [0, 0, 1, 1, 0, 0, 1, 1])
+    model = one_node_model(helper.make_node("Pad", ["x", "pads"], ["y"], mode="wrap", name="pad"), [pads])
+    model.opset_import[0].version = 19
     path = tmp_path / "pad.onnx"
-    onnx.save(reflect_pad_past_the_edge(), path)
+    onnx.save(model, path)
     report = verify_paths([path], peers=("openvino",), inputs=None)
     (model_report,) = report.models
     rows = {row.path: row for row in model_report.rows}
     assert rows["openvino(onnx)"].status == "error"
-    assert "Pad-17 at node 'y': REFLECT padding mode" in rows["openvino(onnx)"].detail
+    assert "Pad-19 at node 'y': Unsupported padding mode: [wrap]" in rows["openvino(onnx)"].detail
     assert rows["openvino(onnx->ir)"].status == "ok"
     assert not report.passed
     assert len(rows) == 5

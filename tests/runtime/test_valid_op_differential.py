@@ -14,7 +14,7 @@ from onnx import helper, numpy_helper
 
 from poolir import ir, runtime
 from poolir.converter.onnx_to_ir import onnx_to_ir
-from poolir.ir.errors import ConversionError
+from poolir.ir.errors import ConversionError, PoolirError
 from tests.peers import onnxruntime_run, openvino_run_onnx, openvino_run_xml
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -2**63
@@ -270,3 +270,31 @@ def test_reduce_with_computed_axes(op, axes, keepdims, tmp_path):
     for what, got in (("poolir (ONNX)", runtime.run(model, feeds)), ("OpenVINO", openvino_run_xml(xml, feeds)),
                       ("poolir (IR)", runtime.run(ir.read_model(xml), feeds))):
         np.testing.assert_allclose(got["y0"], expected["y0"], rtol=1e-6, atol=1e-6, err_msg=what)
+
+
+# -- Pad reflect with a pad not below the axis length (after cropping): poolir reflected again past the far edge
+# (numpy's reading), onnxruntime and OpenVINO refuse it ("Pad reflect: pre-pad (3) exceeds maximum allowed (2)").
+# poolir's IR of such a Pad with run-time pads made OpenVINO return garbage and later crash.
+
+@pytest.mark.parametrize("length,pads", [(3, [3, 0]), (1, [1, 0]), (4, [-2, 2])])
+def test_pad_reflect_past_the_edge_is_refused(length, pads):
+    feeds = {"x": np.arange(length, dtype=np.float32)}
+    model = node_model("Pad", 13, feeds, {"pads": np.array(pads)}, mode="reflect")
+    with pytest.raises(Exception):
+        onnxruntime_run(model, feeds)
+    with pytest.raises(PoolirError, match=r"node 'node' \(Pad\): reflect pads"):
+        runtime.run(model, feeds)
+
+
+def test_pad_reflect_up_to_the_edge(tmp_path):
+    feeds = {"x": np.arange(12, dtype=np.float32).reshape(3, 4)}
+    in_both_worlds(node_model("Pad", 13, feeds, {"pads": np.array([2, -1, 0, 2])}, mode="reflect"), feeds, tmp_path)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, "bfloat16"])
+def test_reduce_with_computed_axes_refused_where_openvino_has_no_kernel(dtype):
+    import ml_dtypes
+    dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype
+    feeds = {"x": np.arange(24).reshape(2, 3, 4).astype(dtype), "axes": np.array([0])}
+    with pytest.raises(ConversionError, match=r"^node 'node' \(ReduceMean\): the axes input must be constant"):
+        onnx_to_ir(node_model("ReduceMean", 20, feeds, keepdims=0))
