@@ -145,6 +145,11 @@ def strided_slice(c: Ctx):
     if sum(masks["ellipsis"]) > 1:  # at most one ellipsis
         first = masks["ellipsis"].index(1)
         masks["ellipsis"] = [int(i == first) for i in range(n)]
+    while n > 1 and n - sum(masks["new_axis"]) - sum(masks["ellipsis"]) > len(shape):
+        # more specs than dims: OpenVINO 2026.4 accepts the layer and crashes running it (SIGSEGV)
+        n -= 1
+        begin, end, strides = begin[:n], end[:n], strides[:n]
+        masks = {name: mask[:n] for name, mask in masks.items()}
     for i in range(n):
         if masks["shrink"][i] and not masks["new_axis"][i]:
             strides[i] = 1  # a shrunk axis takes one element at begin

@@ -247,13 +247,15 @@ def test_preprocessing_with_resize_is_refused_naming_interpolate(tmp_path):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32])
 @pytest.mark.parametrize("low, high", [(1.678, 3.677), (0.5, 4.5), (-4.5, -1.5), (-2.7, 1e10), (200.5, 300.7)])
-def test_clamp_of_integers_rounds_its_bounds_as_openvino(tmp_path, dtype, low, high):
-    # i8/u8: OpenVINO clamps in float32 and truncates, so u8 0 with min 1.678 is 1 (poolir: ceil(min) = 2, which
-    # is still right for i32).
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_clamp_of_integers_rounds_its_bounds_as_openvino(tmp_path, dtype, low, high, dynamic):
+    # i8/u8 on static dims: OpenVINO clamps in float32 and truncates, so u8 0 with min 1.678 is 1 (poolir: ceil(min)
+    # = 2, which is right for i32, and for i8/u8 on a dim declared dynamic).
     from poolir import converter, ir
     from tests.peers import onnxruntime_run
 
-    x = _param([9], dtype)
+    x = ov1.parameter(ov.PartialShape([-1] if dynamic else [9]), OV_TYPES[np.dtype(dtype)], name="x")
+    x.output(0).get_tensor().set_names({"x"})
     path = save_ir([_named(ov1.clamp(x, low, high))], [x], tmp_path / "m.xml")
     feeds = {"x": np.arange(-3, 6).astype(dtype) if dtype != np.uint8 else np.arange(0, 9).astype(dtype)}
     expected = assert_matches_openvino(path, feeds)["y"]
