@@ -345,3 +345,17 @@ def test_prelu_slope_over_a_dynamic_channel_dim_is_not_converted(tmp_path):
     assert_matches_openvino(path, {"x": -np.arange(1, 17, dtype=np.float32).reshape(1, 4, 4)})
     with pytest.raises(ConversionError, match="dynamic channel dim"):
         converter.ir_to_onnx(ir.read_model(path))
+
+
+def test_integer_divide_of_run_time_values_truncates_in_onnx_as_in_openvino(tmp_path):
+    # i32 Divide (m_pythondiv=true) of run-time values: OpenVINO's CPU plugin truncates (-7 / 2 -> -3), the spec's
+    # floor (-4) is what it folds constants to. poolir's IR runtime did both; its ONNX always floored.
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    a, b = _param([4], np.int32, name="a"), _param([4], np.int32, name="b")
+    path = save_ir([_named(ov1.divide(a, b))], [a, b], tmp_path / "m.xml")
+    feeds = {"a": np.array([-7, 7, -9, 9], np.int32), "b": np.array([2, -2, 4, 4], np.int32)}
+    expected = assert_matches_openvino(path, feeds)["y"]
+    np.testing.assert_array_equal(expected, [-3, -3, -2, 2])
+    np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"], expected)
