@@ -359,3 +359,14 @@ def test_integer_divide_of_run_time_values_truncates_in_onnx_as_in_openvino(tmp_
     expected = assert_matches_openvino(path, feeds)["y"]
     np.testing.assert_array_equal(expected, [-3, -3, -2, 2])
     np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"], expected)
+
+
+@pytest.mark.parametrize("begin, stride", [(-2, 1), (2, 1), (1, -1), (1, 2)])
+@pytest.mark.parametrize("begin_mask", [0, 1])
+def test_strided_slice_shrink_with_a_masked_begin_takes_element_0(tmp_path, begin, stride, begin_mask):
+    # OpenVINO ignores a masked begin for a shrunk axis too (its spec: "the corresponding dimension of the begin
+    # input is ignored"), so it takes element 0; poolir took begin[i], as TensorFlow would.
+    x = _param([4, 2], np.int8)
+    node = ov1.strided_slice(x, np.array([begin]), np.array([0]), np.array([stride]), [begin_mask], [0], [0], [1], [0])
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    assert_matches_openvino(path, {"x": np.array([[5, 6], [-19, 1], [18, 2], [7, 3]], np.int8)})
