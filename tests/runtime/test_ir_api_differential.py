@@ -370,3 +370,15 @@ def test_strided_slice_shrink_with_a_masked_begin_takes_element_0(tmp_path, begi
     node = ov1.strided_slice(x, np.array([begin]), np.array([0]), np.array([stride]), [begin_mask], [0], [0], [1], [0])
     path = save_ir([_named(node)], [x], tmp_path / "m.xml")
     assert_matches_openvino(path, {"x": np.array([[5, 6], [-19, 1], [18, 2], [7, 3]], np.int8)})
+
+
+@pytest.mark.parametrize("length, stride, dilation", [(6, 4, 1), (6, 4, 2), (6, 4, 3), (2, 3, 2), (2, 3, 1)])
+def test_avg_pool_16_window_starting_past_the_input_with_dilations(tmp_path, length, stride, dilation):
+    # A ceil window starting past the input divides 0 by OpenVINO's count (L - start) / dilation, truncated: 0
+    # gives NaN (L=6, start 8, dilation 3), a negative count -0. poolir ignored the dilation (-0 everywhere).
+    import openvino.opset16 as ov16
+
+    x = _param([1, 1, length], np.float32)
+    node = ov16.avg_pool(x, [stride], [0], [0], [1], True, "ceil", "valid", [dilation])
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    assert_matches_openvino(path, {"x": np.arange(1, length + 1, dtype=np.float32).reshape(1, 1, length)})
