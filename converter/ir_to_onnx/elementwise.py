@@ -121,6 +121,10 @@ def _refuse_integer_division_by_zero(context: Context, layer: Layer) -> None:
 def divide(context: Context, layer: Layer) -> None:
     _refuse_integer_division_by_zero(context, layer)
     if _saturates(context, layer):  # truncated whatever m_pythondiv says, on run-time inputs
+        if any(not dim.is_static for i in range(2) for dim in context.input_info(layer, i).shape):
+            raise ConversionError(f"{layer.type} of {context.input_info(layer, 0).element_type} on dynamic dims: "
+                                  "OpenVINO's CPU plugin rounds the quotient half to even there (truncates on static "
+                                  "dims), which poolir does not write in ONNX")
         _in_int32_saturated(context, layer, "Div")
         return
     check_writes(context, "Div", context.input_info(layer, 0).element_type, layer.type)

@@ -382,3 +382,21 @@ def test_avg_pool_16_window_starting_past_the_input_with_dilations(tmp_path, len
     node = ov16.avg_pool(x, [stride], [0], [0], [1], True, "ceil", "valid", [dilation])
     path = save_ir([_named(node)], [x], tmp_path / "m.xml")
     assert_matches_openvino(path, {"x": np.arange(1, length + 1, dtype=np.float32).reshape(1, 1, length)})
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_8_bit_divide_rounds_half_to_even_on_dynamic_dims(tmp_path, dtype, dynamic):
+    # OpenVINO's CPU plugin truncates an i8/u8 quotient on static dims (7 / 2 -> 3) but rounds it half to even on
+    # a dim declared dynamic (-> 4); poolir truncated both.
+    shape = ov.PartialShape([-1] if dynamic else [8])
+    a, b = (ov1.parameter(shape, OV_TYPES[np.dtype(dtype)], name=name) for name in "ab")
+    for node, name in ((a, "a"), (b, "b")):
+        node.output(0).get_tensor().set_names({name})
+    path = save_ir([_named(ov1.divide(a, b))], [a, b], tmp_path / "m.xml")
+    values = [3, 5, 7, 1, 9, 120, 11, 0] if dtype == np.uint8 else [3, -5, 7, -7, 9, -9, 11, 0]
+    assert_matches_openvino(path, {"a": np.array(values, dtype), "b": np.array([2, 2, 2, 2, 4, 4, 3, 5], dtype)})
+    if dynamic:  # not written in ONNX (no rounding division there without Round, which poolir does not run)
+        from poolir import converter, ir
+        with pytest.raises(ConversionError, match="half to even"):
+            converter.ir_to_onnx(ir.read_model(path))
