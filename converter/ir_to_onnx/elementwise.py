@@ -121,15 +121,23 @@ def _refuse_integer_division_by_zero(context: Context, layer: Layer) -> None:
 def divide(context: Context, layer: Layer) -> None:
     _refuse_integer_division_by_zero(context, layer)
     if _saturates(context, layer):  # truncated whatever m_pythondiv says, on run-time inputs
+        if any(not dim.is_static for i in range(2) for dim in context.input_info(layer, i).shape):
+            raise ConversionError(f"{layer.type} of {context.input_info(layer, 0).element_type} on dynamic dims: "
+                                  "OpenVINO's CPU plugin rounds the quotient half to even there (truncates on static "
+                                  "dims), which poolir does not write in ONNX")
         _in_int32_saturated(context, layer, "Div")
         return
     check_writes(context, "Div", context.input_info(layer, 0).element_type, layer.type)
     a, b = context.input(layer, 0), context.input(layer, 1)
     output = context.name_output(layer, 0)
-    if _is_integer(context.input_info(layer, 0).element_type) and layer.attrs.get("m_pythondiv", True):
+    run_time = any(context.constant(layer, i) is None for i in range(2))
+    if _is_integer(context.input_info(layer, 0).element_type) and layer.attrs.get("m_pythondiv", True) \
+            and not run_time:
         # m_pythondiv=true floors an integer quotient (OpenVINO's spec and its reference implementation,
-        # which constant folding uses; see runtime/ir_executor.py for the CPU plugin's deviation), ONNX
-        # Div truncates: floor(a / b) = (a - mod(a, b)) / b with Mod's fmod=0 taking the divisor's sign.
+        # which constant folding uses), ONNX Div truncates: floor(a / b) = (a - mod(a, b)) / b with Mod's
+        # fmod=0 taking the divisor's sign. On run-time inputs the CPU plugin truncates whatever m_pythondiv
+        # says (runtime/ir_ops/elementwise.py), which a plain Div is (exactly, below 2**24, where its float32
+        # division is exact).
         _check_mod(context, "integer floor division")
         remainder = context.node("Mod", [a, b], f"{layer.name}/remainder", fmod=0)[0]
         exact = context.node("Sub", [a, remainder], f"{layer.name}/multiple")[0]

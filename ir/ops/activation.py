@@ -49,13 +49,14 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
 SHAPE_RULES = ShapeRules()
 
 
-def clamp_integer_bounds(low: float, high: float, element_type: str) -> tuple[int, int]:
+def clamp_integer_bounds(low: float, high: float, element_type: str, dynamic: bool) -> tuple[int, int]:
     """The integer bounds OpenVINO 2026.4's CPU plugin clamps an integer tensor to, within the type: ceil(min) and
-    floor(max) (the spec's reading: i32 with min -1.5, max 2.5 clamps to [-1, 2]), but for i8 and u8 it clamps in
-    float32 and truncates the result, which is clamping to trunc(min) and trunc(max) (u8 with min 1.678 -> 1, i8
-    with max -1.5 -> -1). An infinite bound is the type's limit."""
+    floor(max) (the spec's reading: i32 with min -1.5, max 2.5 clamps to [-1, 2]), but i8 and u8 on static dims
+    it clamps in float32 and truncates the result, which is clamping to trunc(min) and trunc(max) (u8 with min
+    1.678 -> 1, i8 with max -1.5 -> -1); on a dim declared dynamic (`dynamic`) they get ceil and floor too (2 and
+    -2). An infinite bound is the type's limit."""
     limits = np.iinfo(dtype_of(element_type))
-    small = element_type in ("i8", "u8")
+    small = element_type in ("i8", "u8") and not dynamic
     round_low, round_high = (math.trunc, math.trunc) if small else (math.ceil, math.floor)
     if small:
         low, high = float(np.float32(low)), float(np.float32(high))

@@ -128,7 +128,9 @@ def infer_strided_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorIn
         elif bit("new_axis_mask", i):
             index.append(None)
         elif bit("shrink_axis_mask", i):
-            index.append(int(begin[i]))
+            # a masked begin is the axis' real beginning, 0, whatever the stride (OpenVINO 2026.4 CPU, and its spec:
+            # "the corresponding dimension of the begin input is ignored"); TensorFlow would take begin[i]
+            index.append(0 if bit("begin_mask", i) else int(begin[i]))
         else:
             if stride[i] == 0:
                 raise InvalidModelError("a StridedSlice stride is 0")

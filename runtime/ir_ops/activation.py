@@ -6,8 +6,8 @@ tests/runtime/test_ir_activation_vs_openvino.py):
 
 - ReLU maps NaN to 0 (ONNX Relu, onnxruntime: NaN stays NaN).
 - Clamp maps NaN to `min` (onnxruntime's Clip: NaN); on integers it clamps to ceil(min) and floor(max)
-  (i32 [-5 .. 5] with min -1.5, max 2.5 -> [-1 .. 2]; the spec says so too), but i8/u8 it clamps in float32
-  and truncates (u8 0 with min 1.678 -> 1; i8 with max -1.5 -> -1); min > max is refused when the
+  (i32 [-5 .. 5] with min -1.5, max 2.5 -> [-1 .. 2]; the spec says so too), but i8/u8 on static dims it clamps
+  in float32 and truncates (u8 0 with min 1.678 -> 1; i8 with max -1.5 -> -1); min > max is refused when the
   model is loaded (ir/ops/activation.py refuses it the same way).
 - HardSigmoid maps NaN to 1 (also a NaN of alpha * x + beta from NaN or infinite alpha, beta), HSigmoid NaN
   to 0 (onnxruntime's HardSigmoid: NaN).
@@ -81,7 +81,7 @@ def _clamp(info: LayerInfo) -> LayerFn:
             lo, hi = np.asarray(low, dtype=x.dtype), np.asarray(high, dtype=x.dtype)
             result = np.minimum(np.maximum(x, lo), hi)
             return (_nan_to(result, x, lo),)
-        lo, hi = clamp_integer_bounds(low, high, element_type_of(x.dtype))
+        lo, hi = clamp_integer_bounds(low, high, element_type_of(x.dtype), info.dynamic)
         return (np.minimum(np.maximum(x, x.dtype.type(lo)), x.dtype.type(hi)),)
     return run
 

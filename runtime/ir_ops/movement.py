@@ -127,7 +127,7 @@ def _strided_slice(info):
             elif flag("new_axis_mask", i):
                 index.append(np.newaxis)
             elif flag("shrink_axis_mask", i):
-                index.append(begin)
+                index.append(0 if flag("begin_mask", i) else begin)  # as ir/ops/indexing.py
             else:
                 if stride == 0:
                     raise InvalidModelError("stride 0 is not allowed")

@@ -25,7 +25,8 @@ AvgPool divisor (`AvgPoolOp`):
      not counted).
   A4 a window with no real tap gives 0 under A2 and 0/c under A1/A3, where c is OpenVINO's per-axis
      count product: a count of 0 (a window starting exactly at L, or dilated taps that skip the input)
-     gives NaN, a negative count (a window starting past L: count L - start) gives -0.
+     gives NaN, a negative count (a window starting past L: count (L - start) / dilation, truncated)
+     gives -0.
   A5 exclude-pad=true with a pad >= the dilated kernel is refused (ir/infer.py rule 5, as OpenVINO does).
   A6 integer inputs: the average is computed in float32 and rounded half to even.
 MaxPool (`MaxPoolOp`):
@@ -146,10 +147,11 @@ class AvgPoolOp:
 def _openvino_empty_average(windows: tuple[AxisWindow, ...]) -> tuple[np.ndarray, np.ndarray]:
     """A4: the value of windows without a real tap when OpenVINO divides by its real-tap count.
 
-    OpenVINO's count on an axis is the real-tap count, or `L - start` for a window starting at or past
-    L (0 or negative), and the divisor is the product over axes; the sum is 0, so the window is
-    0 / product: NaN, -0.0 or +0.0. Evidence: x = 1..4, k=2, s=2, pads (0, 1), ceil, exclude-pad=true ->
-    [1.5, 3.5, nan] (start 4 = L); x = 1..6, k=1, s=4, valid, ceil -> [1, 5, -0.] (start 8, count -2);
+    OpenVINO's count on an axis is the real-tap count, or `(L - start) / dilation` truncated toward zero for
+    a window starting at or past L (0 or negative), and the divisor is the product over axes; the sum is 0, so
+    the window is 0 / product: NaN, -0.0 or +0.0. Evidence: x = 1..4, k=2, s=2, pads (0, 1), ceil,
+    exclude-pad=true -> [1.5, 3.5, nan] (start 4 = L); x = 1..6, k=1, s=4, valid, ceil -> [1, 5, -0.] (start 8,
+    count -2; with dilation 2 count -1, -0.; with dilation 3 count 0, nan, AvgPool-16);
     the same in 2-D gives +0 in the corner ((-2) * (-2) = 4); x = [1], k=2, d=3, pads (2, 2),
     exclude-pad=true -> [nan, nan] (taps -2, 1 and -1, 2: count 0).
     """
@@ -158,7 +160,9 @@ def _openvino_empty_average(windows: tuple[AxisWindow, ...]) -> tuple[np.ndarray
     for k, w in enumerate(windows):
         real = w.real_taps()
         starts = w.starts()
-        count = np.where(real > 0, real, np.where(starts >= w.length, w.length - starts, 0))
+        # C++ integer division: (L - start) / d truncates toward zero
+        past = np.trunc((w.length - starts) / w.dilation)
+        count = np.where(real > 0, real, np.where(starts >= w.length, past, 0))
         shape = (-1,) + (1,) * (rank - 1 - k)
         counts.append(count.astype(np.float64).reshape(shape))
         empties.append((real == 0).reshape(shape))

@@ -145,6 +145,14 @@ def strided_slice(c: Ctx):
     if sum(masks["ellipsis"]) > 1:  # at most one ellipsis
         first = masks["ellipsis"].index(1)
         masks["ellipsis"] = [int(i == first) for i in range(n)]
+    for i in range(n):  # an ellipsis that is also a new axis or a shrink crashes OpenVINO 2026.4 (SIGABRT)
+        if masks["ellipsis"][i]:
+            masks["new_axis"][i] = masks["shrink"][i] = 0
+    while n > 1 and n - sum(masks["new_axis"]) - sum(masks["ellipsis"]) > len(shape):
+        # more specs than dims: OpenVINO 2026.4 accepts the layer and crashes running it (SIGSEGV)
+        n -= 1
+        begin, end, strides = begin[:n], end[:n], strides[:n]
+        masks = {name: mask[:n] for name, mask in masks.items()}
     for i in range(n):
         if masks["shrink"][i] and not masks["new_axis"][i]:
             strides[i] = 1  # a shrunk axis takes one element at begin

@@ -247,13 +247,15 @@ def test_preprocessing_with_resize_is_refused_naming_interpolate(tmp_path):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32])
 @pytest.mark.parametrize("low, high", [(1.678, 3.677), (0.5, 4.5), (-4.5, -1.5), (-2.7, 1e10), (200.5, 300.7)])
-def test_clamp_of_integers_rounds_its_bounds_as_openvino(tmp_path, dtype, low, high):
-    # i8/u8: OpenVINO clamps in float32 and truncates, so u8 0 with min 1.678 is 1 (poolir: ceil(min) = 2, which
-    # is still right for i32).
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_clamp_of_integers_rounds_its_bounds_as_openvino(tmp_path, dtype, low, high, dynamic):
+    # i8/u8 on static dims: OpenVINO clamps in float32 and truncates, so u8 0 with min 1.678 is 1 (poolir: ceil(min)
+    # = 2, which is right for i32, and for i8/u8 on a dim declared dynamic).
     from poolir import converter, ir
     from tests.peers import onnxruntime_run
 
-    x = _param([9], dtype)
+    x = ov1.parameter(ov.PartialShape([-1] if dynamic else [9]), OV_TYPES[np.dtype(dtype)], name="x")
+    x.output(0).get_tensor().set_names({"x"})
     path = save_ir([_named(ov1.clamp(x, low, high))], [x], tmp_path / "m.xml")
     feeds = {"x": np.arange(-3, 6).astype(dtype) if dtype != np.uint8 else np.arange(0, 9).astype(dtype)}
     expected = assert_matches_openvino(path, feeds)["y"]
@@ -343,3 +345,58 @@ def test_prelu_slope_over_a_dynamic_channel_dim_is_not_converted(tmp_path):
     assert_matches_openvino(path, {"x": -np.arange(1, 17, dtype=np.float32).reshape(1, 4, 4)})
     with pytest.raises(ConversionError, match="dynamic channel dim"):
         converter.ir_to_onnx(ir.read_model(path))
+
+
+def test_integer_divide_of_run_time_values_truncates_in_onnx_as_in_openvino(tmp_path):
+    # i32 Divide (m_pythondiv=true) of run-time values: OpenVINO's CPU plugin truncates (-7 / 2 -> -3), the spec's
+    # floor (-4) is what it folds constants to. poolir's IR runtime did both; its ONNX always floored.
+    from poolir import converter, ir
+    from tests.peers import onnxruntime_run
+
+    a, b = _param([4], np.int32, name="a"), _param([4], np.int32, name="b")
+    path = save_ir([_named(ov1.divide(a, b))], [a, b], tmp_path / "m.xml")
+    feeds = {"a": np.array([-7, 7, -9, 9], np.int32), "b": np.array([2, -2, 4, 4], np.int32)}
+    expected = assert_matches_openvino(path, feeds)["y"]
+    np.testing.assert_array_equal(expected, [-3, -3, -2, 2])
+    np.testing.assert_array_equal(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"], expected)
+
+
+@pytest.mark.parametrize("begin, stride", [(-2, 1), (2, 1), (1, -1), (1, 2)])
+@pytest.mark.parametrize("begin_mask", [0, 1])
+def test_strided_slice_shrink_with_a_masked_begin_takes_element_0(tmp_path, begin, stride, begin_mask):
+    # OpenVINO ignores a masked begin for a shrunk axis too (its spec: "the corresponding dimension of the begin
+    # input is ignored"), so it takes element 0; poolir took begin[i], as TensorFlow would.
+    x = _param([4, 2], np.int8)
+    node = ov1.strided_slice(x, np.array([begin]), np.array([0]), np.array([stride]), [begin_mask], [0], [0], [1], [0])
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    assert_matches_openvino(path, {"x": np.array([[5, 6], [-19, 1], [18, 2], [7, 3]], np.int8)})
+
+
+@pytest.mark.parametrize("length, stride, dilation", [(6, 4, 1), (6, 4, 2), (6, 4, 3), (2, 3, 2), (2, 3, 1)])
+def test_avg_pool_16_window_starting_past_the_input_with_dilations(tmp_path, length, stride, dilation):
+    # A ceil window starting past the input divides 0 by OpenVINO's count (L - start) / dilation, truncated: 0
+    # gives NaN (L=6, start 8, dilation 3), a negative count -0. poolir ignored the dilation (-0 everywhere).
+    import openvino.opset16 as ov16
+
+    x = _param([1, 1, length], np.float32)
+    node = ov16.avg_pool(x, [stride], [0], [0], [1], True, "ceil", "valid", [dilation])
+    path = save_ir([_named(node)], [x], tmp_path / "m.xml")
+    assert_matches_openvino(path, {"x": np.arange(1, length + 1, dtype=np.float32).reshape(1, 1, length)})
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_8_bit_divide_rounds_half_to_even_on_dynamic_dims(tmp_path, dtype, dynamic):
+    # OpenVINO's CPU plugin truncates an i8/u8 quotient on static dims (7 / 2 -> 3) but rounds it half to even on
+    # a dim declared dynamic (-> 4); poolir truncated both.
+    shape = ov.PartialShape([-1] if dynamic else [8])
+    a, b = (ov1.parameter(shape, OV_TYPES[np.dtype(dtype)], name=name) for name in "ab")
+    for node, name in ((a, "a"), (b, "b")):
+        node.output(0).get_tensor().set_names({name})
+    path = save_ir([_named(ov1.divide(a, b))], [a, b], tmp_path / "m.xml")
+    values = [3, 5, 7, 1, 9, 120, 11, 0] if dtype == np.uint8 else [3, -5, 7, -7, 9, -9, 11, 0]
+    assert_matches_openvino(path, {"a": np.array(values, dtype), "b": np.array([2, 2, 2, 2, 4, 4, 3, 5], dtype)})
+    if dynamic:  # not written in ONNX (no rounding division there without Round, which poolir does not run)
+        from poolir import converter, ir
+        with pytest.raises(ConversionError, match="half to even"):
+            converter.ir_to_onnx(ir.read_model(path))
