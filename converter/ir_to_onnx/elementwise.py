@@ -159,12 +159,17 @@ def floor_mod(context: Context, layer: Layer) -> None:
 def _float_remainder(context: Context, layer: Layer, truncate: bool) -> None:
     """a - floor(a / b) * b, or with trunc(q) written Where(q < 0, Ceil(q), Floor(q)) (-0 stays -0): OpenVINO's
     float FloorMod and Mod, step by step (runtime.kernels.elementwise.remainder_by_formula), not ONNX Mod's exact
-    remainder."""
+    remainder. f16 and bf16 run in float32 and round once at the end, as the plugin and poolir's IR runtime compute
+    them (rounding each step to f16 gave 0.09375 where OpenVINO gives 0.0845)."""
     a, b = context.input(layer, 0), context.input(layer, 1)
+    source_type = context.input_info(layer, 0).element_type
+    low_precision = source_type in ("f16", "bf16")
+    if low_precision:
+        a, b = (context.node("Cast", [x], f"{layer.name}/f32_{i}", to=TensorProto.FLOAT)[0] for i, x in enumerate((a, b)))
     quotient = context.node("Div", [a, b], f"{layer.name}/quotient")[0]
     whole = context.node("Floor", [quotient], f"{layer.name}/floor")[0]
     if truncate:
-        element_type = context.input_info(layer, 0).element_type
+        element_type = "f32" if low_precision else source_type
         check_writes(context, "Less", element_type, f"{layer.type} of {element_type}")
         check_writes(context, "Where", element_type, f"{layer.type} of {element_type}")
         zero = context.initializer(np.array(0, dtype_of(element_type)), f"{layer.name}/zero")
@@ -172,7 +177,12 @@ def _float_remainder(context: Context, layer: Layer, truncate: bool) -> None:
         raised = context.node("Ceil", [quotient], f"{layer.name}/ceil")[0]
         whole = context.node("Where", [negative, raised, whole], f"{layer.name}/trunc")[0]
     product = context.node("Mul", [whole, b], f"{layer.name}/product")[0]
-    context.node_into("Sub", [a, product], [context.name_output(layer, 0)], layer.name)
+    if not low_precision:
+        context.node_into("Sub", [a, product], [context.name_output(layer, 0)], layer.name)
+        return
+    remainder = context.node("Sub", [a, product], f"{layer.name}/remainder")[0]
+    context.node_into("Cast", [remainder], [context.name_output(layer, 0)], layer.name,
+                      to=onnx_element_type(source_type))
 
 
 def mod(context: Context, layer: Layer) -> None:

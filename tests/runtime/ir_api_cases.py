@@ -135,7 +135,8 @@ def group_convolution(c: Ctx):
 
 
 def matmul(c: Ctx):
-    element_type = c.pick(("f32", "f32", "f16", "i32", "i64"))
+    # integers (which poolir refuses) only on static dims: OpenVINO 2026.4 crashes on an i32 [?,4,2] x [2,4,3]
+    element_type = c.pick(("f32", "f32", "f16") + (() if c.dynamic else ("i32", "i64")))
     m, k, n = c.ints(1, 4), c.ints(1, 5), c.ints(1, 4)
     batch = random_shape(c, c.ints(0, 2), 1, 3)
     rank_a, rank_b = c.pick((1, 2, 2 + len(batch))), c.pick((1, 2, 2 + len(batch)))

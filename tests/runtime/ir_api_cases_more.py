@@ -156,6 +156,8 @@ def strided_slice(c: Ctx):
     for i in range(n):
         if masks["shrink"][i] and not masks["new_axis"][i]:
             strides[i] = 1  # a shrunk axis takes one element at begin
+        if c.dynamic and strides[i] < 0 and end[i] < -min(shape):
+            end[i] = -1  # backwards past the start on a dynamic dim: OpenVINO 2026.4 crashes (SIGSEGV), as Slice
     c.note(shape=shape, begin=begin, end=end, strides=strides, **{k + "_mask": v for k, v in masks.items()})
     x = c.param(shape, c.pick(ANY))
     return [o1.strided_slice(x, _i64(c, begin), _i64(c, end), _i64(c, strides), masks["begin"], masks["end"],

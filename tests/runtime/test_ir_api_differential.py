@@ -400,3 +400,18 @@ def test_8_bit_divide_rounds_half_to_even_on_dynamic_dims(tmp_path, dtype, dynam
         from poolir import converter, ir
         with pytest.raises(ConversionError, match="half to even"):
             converter.ir_to_onnx(ir.read_model(path))
+
+
+@pytest.mark.parametrize("build", [ov1.floor_mod, ov1.mod], ids=["FloorMod", "Mod"])
+def test_f16_remainder_in_onnx_rounds_once(tmp_path, build):
+    # IR -> ONNX wrote the remainder formula step by step in f16 (each step rounded); OpenVINO and poolir's IR
+    # runtime compute f16 in float32 and round once (0.0845 where the ONNX gave 0.09375).
+    from poolir import converter, ir, runtime
+
+    a, b = _param([1, 4, 2], np.float16, name="a"), _param([4, 3, 4, 2], np.float16, name="b")
+    path = save_ir([_named(build(a, b))], [a, b], tmp_path / "m.xml")
+    rng = np.random.default_rng(4)
+    feeds = {"a": (rng.standard_normal((1, 4, 2)) * 30).astype(np.float16),
+             "b": rng.standard_normal((4, 3, 4, 2)).astype(np.float16)}
+    expected = assert_matches_openvino(path, feeds, rtol=0, atol=0)["y"]
+    np.testing.assert_array_equal(runtime.run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"], expected)
