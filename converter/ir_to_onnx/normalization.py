@@ -1,4 +1,4 @@
-"""IR BatchNormInference and LRN -> ONNX nodes with the meaning OpenVINO gives them.
+"""IR BatchNormInference, LRN and MVN -> ONNX nodes with the meaning OpenVINO gives them.
 
 - BatchNormInference (version 1: gamma, beta, data, mean, variance; version 5: data, gamma, beta, mean,
   variance; ir.ops.normalization.BN_PORTS) -> BatchNormalization with X, scale, B, mean, var and epsilon
@@ -9,15 +9,28 @@
   alpha divided by s': so s' = 2h + 1, alpha' = alpha * s' / size and bias' = int(bias) carry it exactly
   (an even size becomes the next lower odd one). LRN over spatial axes has no ONNX LRN (which always
   normalises across channels): refused.
+- MVN (1 and 6) -> LayerNormalization (Scale all ones, no B) from opset 17 when it normalises the trailing
+  axes [k, rank) with normalize_variance, eps inside the sqrt, of f32/f16/bf16 data with static normalised
+  dims: LayerNormalization's stash_type 1 computes in float32 and rounds Normalized once, as MVN does.
+  Otherwise (another opset, other axes, outside_sqrt, no variance, f64 data, which MVN normalises in f64
+  and stash_type 1 in f32) the formula's nodes in float32 (f16/bf16 cast to f32 and back): ReduceMean,
+  Sub, Mul, ReduceMean, Add, Sqrt, Reciprocal, Mul, as poolir's runtime computes it
+  (runtime/kernels/normalization.standardize).
 """
 
 from __future__ import annotations
 
+import numpy as np
+from onnx import TensorProto
+
+from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import check_writes
+from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
+from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
-from poolir.ir.ops.normalization import bn_ports
+from poolir.ir.ops.normalization import bn_ports, mvn1_axes
+from poolir.runtime.onnx_ops import first_opset
 from poolir.runtime.ir_ops.normalization import openvino_lrn_axes_problem, openvino_lrn_window
 
 
@@ -46,4 +59,71 @@ def lrn(context: Context, layer: Layer) -> None:
                       beta=float(layer.attrs["beta"]), bias=float(int(layer.attrs["bias"])))
 
 
-CONVERTERS = {"BatchNormInference": batch_norm, "LRN": lrn}
+def _mvn_axes(context: Context, layer: Layer, rank: int) -> list[int]:
+    written = (mvn1_axes(layer.attrs, rank) if "eps_mode" not in layer.attrs
+               else context.constant_ints(layer, 1, "MVN axes"))
+    axes = sorted(a + rank if a < 0 else a for a in written)
+    if not axes or len(set(axes)) != len(axes) or not all(0 <= a < rank for a in axes):
+        raise ConversionError(f"MVN axes {list(written)} for rank {rank}: poolir converts distinct axes, at least one")
+    return axes
+
+
+def mvn(context: Context, layer: Layer) -> None:
+    info = context.input_info(layer, 0)
+    element_type, rank = info.element_type, len(info.shape)
+    axes = _mvn_axes(context, layer, rank)
+    variance = bool(layer.attrs["normalize_variance"])
+    inside = layer.attrs.get("eps_mode", "inside_sqrt") == "inside_sqrt"
+    eps = float(np.float32(layer.attrs["eps"]))
+    source, output = context.input(layer, 0), context.name_output(layer, 0)
+    since = first_opset("LayerNormalization")
+    normalised = info.shape[axes[0]:]
+    if (since is not None and context.opset >= since and variance and inside and element_type != "f64"
+            and axes == list(range(axes[0], rank)) and all(d.is_static for d in normalised)):
+        check_writes(context, "LayerNormalization", element_type)
+        ones = np.ones([d.min for d in normalised], dtype_of(element_type))
+        scale = context.initializer(ones, f"{layer.name}/scale")
+        context.node_into("LayerNormalization", [source, scale], [output], layer.name, axis=axes[0], epsilon=eps)
+        return
+    _mvn_formula(context, layer, element_type, axes, variance, inside, eps)
+
+
+def _mvn_formula(context: Context, layer: Layer, element_type: str, axes: list[int], variance: bool, inside: bool,
+                 eps: float) -> None:
+    low = element_type in ("f16", "bf16")
+    check_writes(context, "ReduceMean", "f32" if low else element_type, f"{layer.type} (its formula)")
+    source, output = context.input(layer, 0), context.name_output(layer, 0)
+    if low:
+        check_writes(context, "Cast", element_type, f"{layer.type} on {element_type} (computed in float32)")
+        source = context.node("Cast", [source], f"{layer.name}/to_f32", to=TensorProto.FLOAT)[0]
+    dtype = np.float32 if low else dtype_of(element_type)
+
+    def node(op_type: str, inputs: list[str], what: str, **attrs) -> str:
+        return context.node(op_type, inputs, f"{layer.name}/{what}", **attrs)[0]
+
+    def mean(tensor: str, what: str) -> str:
+        if has_attribute("ReduceMean", context.opset, "axes"):
+            return node("ReduceMean", [tensor], what, axes=axes, keepdims=1)
+        return node("ReduceMean", [tensor, context.int64s(axes, f"{layer.name}/axes")], what, keepdims=1)
+
+    def last(op_type: str, inputs: list[str]) -> None:  # the final node writes the layer's output (f32: no Cast)
+        if low:
+            inputs = [node(op_type, inputs, "f32")]
+            op_type, attrs = "Cast", {"to": onnx_element_type(element_type)}
+        else:
+            attrs = {}
+        context.node_into(op_type, inputs, [output], layer.name, **attrs)
+
+    centred_inputs = [source, mean(source, "mean")]
+    if not variance:
+        last("Sub", centred_inputs)
+        return
+    centred = node("Sub", centred_inputs, "centred")
+    var = mean(node("Mul", [centred, centred], "squared"), "variance")
+    epsilon = context.initializer(np.asarray(eps, dtype), f"{layer.name}/eps")
+    divisor = (node("Sqrt", [node("Add", [var, epsilon], "var_eps")], "std") if inside
+               else node("Add", [node("Sqrt", [var], "std"), epsilon], "std_eps"))
+    last("Mul", [centred, node("Reciprocal", [divisor], "inverse")])
+
+
+CONVERTERS = {"BatchNormInference": batch_norm, "LRN": lrn, "MVN": mvn}
