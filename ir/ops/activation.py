@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from poolir.ir.attributes import FLOAT, INT, STR, Attr, OpVersion
+from poolir.ir.attributes import FLOAT, INT, UPPER_STR, Attr, OpVersion
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UsageError
 from poolir.ir.model import Layer, opset_number, shape_str
@@ -47,7 +47,7 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
     OpVersion("SoftMax", 8, (Attr("axis", INT, 1),)),
     OpVersion("LogSoftmax", 5, (Attr("axis", INT, 1),)),
     OpVersion("Gelu", 2),  # the erf form
-    OpVersion("Gelu", 7, (Attr("approximation_mode", STR, "erf", GELU_MODES),)),
+    OpVersion("Gelu", 7, (Attr("approximation_mode", UPPER_STR, "erf", GELU_MODES),)),
 )
 
 SHAPE_RULES = ShapeRules()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from poolir.ir.attributes import BOOL, FLOAT, INT, INTS, STR, Attr, OpVersion
+from poolir.ir.attributes import BOOL, FLOAT, INT, INTS, UPPER_STR, Attr, OpVersion
 from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
 from poolir.ir.model import Layer, opset_number, shape_str
 from poolir.ir.registry import ShapeRules
@@ -63,10 +63,11 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
       for since in BN_PORTS),
     OpVersion("LRN", 1, (Attr("alpha", FLOAT), Attr("beta", FLOAT), Attr("bias", FLOAT), Attr("size", INT)),
               inputs=(2, 2), value_check=_check_lrn),
-    OpVersion("MVN", 2, (Attr("across_channels", BOOL, False), Attr("normalize_variance", BOOL, False),
-                         Attr("eps", FLOAT), Attr("reduction_axes", INTS, ()))),
-    OpVersion("MVN", 6, (Attr("normalize_variance", BOOL), Attr("eps", FLOAT),
-                         Attr("eps_mode", STR, choices=MVN_EPS_MODES)), inputs=(2, 2)),
+    # attributes in the order OpenVINO writes them
+    OpVersion("MVN", 2, (Attr("eps", FLOAT), Attr("across_channels", BOOL, False),
+                         Attr("normalize_variance", BOOL, False), Attr("reduction_axes", INTS, ()))),
+    OpVersion("MVN", 6, (Attr("eps", FLOAT), Attr("normalize_variance", BOOL),
+                         Attr("eps_mode", UPPER_STR, choices=MVN_EPS_MODES)), inputs=(2, 2)),
 )
 
 
