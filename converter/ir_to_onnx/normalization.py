@@ -16,6 +16,9 @@
   and stash_type 1 in f32) the formula's nodes in float32 (f16/bf16 cast to f32 and back): ReduceMean,
   Sub, Mul, ReduceMean, Add, Sqrt, Reciprocal, Mul, as poolir's runtime computes it
   (runtime/kernels/normalization.standardize).
+- MVN followed by Multiply by a constant and Add of a constant (what OpenVINO writes for LayerNormalization and
+  torch's LayerNorm), each read only by the next, folds into one LayerNormalization with that Scale and B when
+  the MVN itself would be one and the constants do not widen the shape (`fold_layer_norm`).
 """
 
 from __future__ import annotations
@@ -70,22 +73,78 @@ def _mvn_axes(context: Context, layer: Layer, rank: int) -> list[int]:
 
 def mvn(context: Context, layer: Layer) -> None:
     info = context.input_info(layer, 0)
-    element_type, rank = info.element_type, len(info.shape)
-    axes = _mvn_axes(context, layer, rank)
-    variance = bool(layer.attrs["normalize_variance"])
-    inside = layer.attrs.get("eps_mode", "inside_sqrt") == "inside_sqrt"
     eps = float(np.float32(layer.attrs["eps"]))
-    source, output = context.input(layer, 0), context.name_output(layer, 0)
-    since = first_opset("LayerNormalization")
-    normalised = info.shape[axes[0]:]
-    if (since is not None and context.opset >= since and variance and inside and element_type != "f64"
-            and axes == list(range(axes[0], rank)) and all(d.is_static for d in normalised)):
-        check_writes(context, "LayerNormalization", element_type)
-        ones = np.ones([d.min for d in normalised], dtype_of(element_type))
+    axis = _as_layer_norm(context, layer)
+    if axis is not None:
+        check_writes(context, "LayerNormalization", info.element_type)
+        ones = np.ones([d.min for d in info.shape[axis:]], dtype_of(info.element_type))
         scale = context.initializer(ones, f"{layer.name}/scale")
-        context.node_into("LayerNormalization", [source, scale], [output], layer.name, axis=axes[0], epsilon=eps)
+        context.node_into("LayerNormalization", [context.input(layer, 0), scale], [context.name_output(layer, 0)],
+                          layer.name, axis=axis, epsilon=eps)
         return
-    _mvn_formula(context, layer, element_type, axes, variance, inside, eps)
+    inside = layer.attrs.get("eps_mode", "inside_sqrt") == "inside_sqrt"
+    _mvn_formula(context, layer, info.element_type, _mvn_axes(context, layer, len(info.shape)),
+                 bool(layer.attrs["normalize_variance"]), inside, eps)
+
+
+def _as_layer_norm(context: Context, layer: Layer) -> int | None:
+    """The axis of the LayerNormalization this MVN is exactly, in the requested opset, or None."""
+    info = context.input_info(layer, 0)
+    rank = len(info.shape)
+    since = first_opset("LayerNormalization")
+    if since is None or context.opset < since or not layer.attrs["normalize_variance"] or info.element_type == "f64":
+        return None
+    if layer.attrs.get("eps_mode", "inside_sqrt") != "inside_sqrt":
+        return None
+    axes = _mvn_axes(context, layer, rank)
+    if axes != list(range(axes[0], rank)) or not all(d.is_static for d in info.shape[axes[0]:]):
+        return None
+    return axes[0]
+
+
+def _constant_operand(context: Context, layer: Layer | None, source: Layer, kind: str, data: Layer,
+                      axis: int) -> str | None:
+    """The ONNX name of `layer`'s constant operand when `layer` is `kind`(source's output, constant) or
+    `kind`(constant, source's output) with numpy broadcasting, in the element type of `data`'s input, spanning
+    only the normalised axes [axis, rank) and not widening them (ONNX's Scale and B broadcast to X one way, and
+    onnxruntime takes them over the normalised axes); else None."""
+    if layer is None or layer.type != kind or layer.attrs.get("auto_broadcast") != "numpy":
+        return None
+    producers = [context.producers[(layer.id, port.id)][0] for port in layer.inputs]
+    if producers.count(source.id) != 1:
+        return None
+    index = 1 - producers.index(source.id)
+    value = context.constant(layer, index)
+    info = context.input_info(data, 0)
+    shape = [d.min for d in info.shape]
+    if value is None or context.input_info(layer, index).element_type != info.element_type:
+        return None
+    leading = next((i for i, v in enumerate(value.shape) if v != 1), value.ndim)  # OpenVINO pads [C] to [1, 1, C]
+    trimmed = value.shape[leading:]
+    if len(trimmed) > len(shape) - axis or any(v not in (1, d) for v, d in zip(trimmed[::-1], shape[::-1])):
+        return None
+    if trimmed == value.shape:
+        return context.input(layer, index)
+    return context.initializer(value.reshape(trimmed).astype(dtype_of(info.element_type)), f"{layer.name}/{kind}")
+
+
+def fold_layer_norm(context: Context, layer: Layer) -> bool:
+    axis = _as_layer_norm(context, layer)
+    if axis is None:
+        return False
+    multiply = context.single_consumer(layer)
+    scale = _constant_operand(context, multiply, layer, "Multiply", layer, axis)
+    if scale is None:
+        return False
+    add = context.single_consumer(multiply)
+    bias = _constant_operand(context, add, multiply, "Add", layer, axis)
+    last = multiply if bias is None else add
+    check_writes(context, "LayerNormalization", context.input_info(layer, 0).element_type)
+    inputs = [context.input(layer, 0), scale] + ([] if bias is None else [bias])
+    context.node_into("LayerNormalization", inputs, [context.name_output(last, 0)], last.name, axis=axis,
+                      epsilon=float(np.float32(layer.attrs["eps"])))
+    context.folded.update({multiply.id} if bias is None else {multiply.id, add.id})
+    return True
 
 
 def _mvn_formula(context: Context, layer: Layer, element_type: str, axes: list[int], variance: bool, inside: bool,
@@ -127,3 +186,4 @@ def _mvn_formula(context: Context, layer: Layer, element_type: str, axes: list[i
 
 
 CONVERTERS = {"BatchNormInference": batch_norm, "LRN": lrn, "MVN": mvn}
+FOLDS = {"MVN": fold_layer_norm}

@@ -140,12 +140,35 @@ def test_erf_gelu_to_onnx_run_by_onnxruntime(name, build, opset, dtype, tmp_path
 
 @pytest.mark.parametrize("shape,axis", [((2, 3, 8), -1), ((2, 5, 4, 6), 1)])
 def test_openvino_ir_of_layer_norm_to_onnx(shape, axis, tmp_path):
-    """OpenVINO's own frontend writes LayerNormalization as MVN-6 + Multiply + Add; poolir's ONNX of that IR
-    runs in onnxruntime to the source model's numbers."""
+    """OpenVINO's own frontend writes LayerNormalization as MVN-6 + Multiply + Add; poolir folds them back into
+    one LayerNormalization (opset 17; the formula before it), which runs in onnxruntime to the source model's
+    numbers."""
     model = _layer_norm(list(shape), axis)
     feeds = _feed(shape)
     xml = openvino_convert_to_xml(model, tmp_path / "ov.xml")
     assert "MVN" in {layer.type for layer in ir.read_model(xml).layers}
+    older = ir_to_onnx(ir.read_model(xml), opset=13)
+    np.testing.assert_allclose(onnxruntime_run(older, feeds)["y"], onnxruntime_run(model, feeds)["y"],
+                               rtol=2e-5, atol=2e-5)
     back = ir_to_onnx(ir.read_model(xml), opset=17)
+    assert [node.op_type for node in back.graph.node] == ["LayerNormalization"]
     np.testing.assert_allclose(onnxruntime_run(back, feeds)["y"], onnxruntime_run(model, feeds)["y"],
                                rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("scale_shape,folded", [((5,), True), ((1, 5), True), ((4, 1), False), ((3, 1, 1), False)])
+def test_mvn_multiply_add_fold_only_over_the_normalised_axes(scale_shape, folded, tmp_path):
+    """MVN over the last axis, then Multiply and Add by constants: one LayerNormalization when the constants
+    span the normalised axes only; else LayerNormalization, Mul and Add. onnxruntime agrees with OpenVINO."""
+    rng = np.random.default_rng(4)
+
+    def build(x):
+        normal = ov6.mvn(x, ov1.constant(np.array([-1], np.int64)), True, 1e-5, "inside_sqrt")
+        scaled = ov1.multiply(normal, ov1.constant(rng.standard_normal(scale_shape).astype(np.float32)))
+        return ov1.add(scaled, ov1.constant(rng.standard_normal(scale_shape).astype(np.float32)))
+    path = single_layer_ir(build, (2, 3, 4, 5), "float32", tmp_path / "m.xml")
+    back = ir_to_onnx(ir.read_model(path), opset=17)
+    assert ([node.op_type for node in back.graph.node] == ["LayerNormalization"]) == folded
+    feeds = _feed((2, 3, 4, 5))
+    np.testing.assert_allclose(next(iter(onnxruntime_run(back, feeds).values())),
+                               next(iter(openvino_run_xml(path, feeds).values())), rtol=1e-5, atol=1e-5)
