@@ -124,6 +124,9 @@ INT = AttrKind("int", _parse_int, lambda v: str(int(v)))
 INTS = AttrKind("ints", _parse_ints, _format_ints)
 BOOL = AttrKind("bool", _parse_bool, lambda v: "true" if v else "false")
 STR = AttrKind("str", lambda text: text, str)
+# A choice OpenVINO writes in capitals (MVN eps_mode INSIDE_SQRT, Gelu approximation_mode ERF): held lowercase
+# like every choice, written back as OpenVINO writes it, so its files round-trip byte for byte.
+UPPER_STR = AttrKind("upper_str", lambda text: text, lambda value: str(value).upper())
 # OpenVINO writes a float attribute as a C++ double with 17 significant digits (%.17g: alpha 1e-4 held as a
 # float32 is "9.9999997473787516e-05", 1.0 is "1"), so that is how poolir writes one back.
 FLOAT = AttrKind("float", _parse_float, lambda value: "%.17g" % value)
@@ -155,7 +158,7 @@ class Attr:
             return int(value)
         if kind is BOOL:
             return _parse_bool(value) if isinstance(value, str) else bool(value)
-        if kind is STR:
+        if kind in (STR, UPPER_STR):
             return str(value).lower() if self.choices is not None else str(value)
         if kind in (PARTIAL_SHAPE, STATIC_SHAPE) and isinstance(value, str):
             return kind.parse(value)

@@ -7,6 +7,10 @@
     HSwish -> HardSwish (from its first opset; before it, x * HardSigmoid(1/6, 0.5)(x), its definition)
     Swish -> x * Sigmoid(beta * x)
     PReLU -> LeakyRelu (a one-element constant slope) or PRelu (a per-channel 1-D slope reshaped to [C, 1, ...])
+    Gelu -> Gelu-20 from opset 20; before, its formula in float32 (f16/bf16 cast to f32 and back): erf mode
+             x * 0.5 * (1 + Erf(x * (1 / sqrt(2)))), tanh mode x * 0.5 * (1 + Tanh(sqrt(2 / pi) * (x + 0.044715 *
+             x * x * x))). poolir's IR runtime rounds the exact value once, the formula rounds each step: they
+             agree to a few ulps (OpenVINO's CPU plugin approximates GELU more loosely; runtime/ir_ops/activation.py).
     SoftMax, LogSoftmax -> Softmax / LogSoftmax along the axis; in an opset whose Softmax coerces to 2-D only
              when the axis is the last one (or every later dim is 1), refused otherwise.
 
@@ -20,7 +24,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from onnx import TensorProto
 
+from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
 from poolir.ir.element_types import dtype_of, is_integer
@@ -92,6 +98,44 @@ def swish(context: Context, layer: Layer) -> None:
                                 f"{layer.name}/scaled")[0]
     gate = context.node("Sigmoid", [argument], f"{layer.name}/sigmoid")[0]
     context.node_into("Mul", [source, gate], [context.name_output(layer, 0)], layer.name)
+
+
+def gelu(context: Context, layer: Layer) -> None:
+    element_type = context.input_info(layer, 0).element_type
+    tanh_mode = layer.attrs.get("approximation_mode") == "tanh"
+    source, output = context.input(layer, 0), context.name_output(layer, 0)
+    since = first_opset("Gelu")
+    if since is not None and context.opset >= since:
+        check_writes(context, "Gelu", element_type)
+        context.node_into("Gelu", [source], [output], layer.name, approximate="tanh" if tanh_mode else "none")
+        return
+    check_writes(context, "Tanh" if tanh_mode else "Erf", element_type, f"{layer.type} (its formula)")
+    low = element_type in ("f16", "bf16")  # computed in float32, as poolir's runtime and OpenVINO's plugin do
+    if low:
+        check_writes(context, "Cast", element_type, f"{layer.type} on {element_type} (computed in float32)")
+        source = context.node("Cast", [source], f"{layer.name}/to_f32", to=TensorProto.FLOAT)[0]
+    dtype = np.float32 if low else dtype_of(element_type)
+
+    def constant(value: float, what: str) -> str:
+        return context.initializer(np.asarray(value, dtype), f"{layer.name}/{what}")
+
+    def node(op_type: str, inputs: list[str], what: str) -> str:
+        return context.node(op_type, inputs, f"{layer.name}/{what}")[0]
+
+    if tanh_mode:
+        cube = node("Mul", [node("Mul", [source, source], "square"), source], "cube")
+        inner = node("Add", [source, node("Mul", [cube, constant(0.044715, "coefficient")], "scaled_cube")], "inner")
+        gate = node("Tanh", [node("Mul", [inner, constant(math.sqrt(2 / math.pi), "sqrt_2_over_pi")], "argument")],
+                    "tanh")
+    else:
+        gate = node("Erf", [node("Mul", [source, constant(1 / math.sqrt(2), "rsqrt2")], "argument")], "erf")
+    gate = node("Add", [gate, constant(1, "one")], "gate")
+    half = node("Mul", [source, constant(0.5, "half")], "half")
+    if not low:
+        context.node_into("Mul", [half, gate], [output], layer.name)
+        return
+    result = node("Mul", [half, gate], "f32")
+    context.node_into("Cast", [result], [output], layer.name, to=onnx_element_type(element_type))
 
 
 def clamp(context: Context, layer: Layer) -> None:
@@ -167,5 +211,5 @@ def _first_along_axis(op_type: str) -> int:
 CONVERTERS = {
     "ReLU": _unary("Relu"), "Sigmoid": _unary("Sigmoid"), "Tanh": _unary("Tanh"), "Clamp": clamp,
     "HardSigmoid": hard_sigmoid, "HSigmoid": hsigmoid, "HSwish": hswish, "Swish": swish, "PReLU": prelu,
-    "SoftMax": softmax, "LogSoftmax": softmax,
+    "SoftMax": softmax, "LogSoftmax": softmax, "Gelu": gelu,
 }

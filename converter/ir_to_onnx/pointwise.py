@@ -1,4 +1,4 @@
-"""Element-wise IR layers beyond arithmetic -> ONNX: Sign, Exp, Log, comparisons, logical ops, Select.
+"""Element-wise IR layers beyond arithmetic -> ONNX: Sign, Exp, Log, Erf, comparisons, logical ops, Select.
 
 auto_broadcast numpy is ONNX's multidirectional broadcasting (and "none", equal shapes, a special case of it);
 Select is ONNX Where. LessEqual and GreaterEqual need ONNX LessOrEqual/GreaterOrEqual (opset 12): Not(Greater)
@@ -94,7 +94,7 @@ def not_equal(context: Context, layer: Layer) -> None:
 
 
 CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
-    "Sign": _direct("Sign"), "Exp": exp, "Log": _direct("Log"),
+    "Sign": _direct("Sign"), "Exp": exp, "Log": _direct("Log"), "Erf": _direct("Erf"),
     "Equal": _direct("Equal"), "NotEqual": not_equal, "Less": _direct("Less"),
     "Greater": _negated("LessOrEqual", "Greater"),
     "LessEqual": _direct("LessOrEqual"), "GreaterEqual": _negated("Less", "GreaterOrEqual"),

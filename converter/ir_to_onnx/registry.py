@@ -33,7 +33,8 @@ CONVERTERS: dict[str, LayerConverter] = merge_families("IR layer type", {
     "pointwise": pointwise.CONVERTERS,
     "rearrange": rearrange.CONVERTERS,
 })
-FOLDS: dict[str, Fold] = merge_families("IR layer type", {"pooling": pooling.FOLDS, "pointwise": pointwise.FOLDS})
+FOLDS: dict[str, Fold] = merge_families("IR layer type", {"pooling": pooling.FOLDS, "pointwise": pointwise.FOLDS,
+                                                          "normalization": normalization.FOLDS})
 
 # Every layer type poolir reads converts today.
 NOT_CONVERTED: dict[str, str] = {}

@@ -4,6 +4,7 @@
     Clip -> Clamp (constant bounds; min > max: both max), Maximum/Minimum (bounds computed in the graph)
     HardSigmoid -> HardSigmoid (alpha, beta as scalar Consts of the input's type)
     HardSwish -> HSwish     LeakyRelu -> PReLU (a one-element slope)    PRelu -> PReLU
+    Gelu-20 -> Gelu-7 (approximate none: approximation_mode erf; tanh: tanh)
     Softmax, LogSoftmax 13+ -> SoftMax-8 / LogSoftmax-5 along the axis
     Softmax, LogSoftmax 1, 11 -> the same along the axis when it is the last axis (or every later dim is 1);
         otherwise Reshape to 2-D [prod(dims[:axis]), prod(dims[axis:])], SoftMax axis 1, Reshape back to
@@ -33,7 +34,7 @@ from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.errors import ConversionError, InvalidModelError
 from poolir.ir.shapes import checked_axis
-from poolir.runtime.onnx_ops.activation import clip_default_bound, softmax_along_axis
+from poolir.runtime.onnx_ops.activation import GELU_APPROXIMATIONS, clip_default_bound, softmax_along_axis
 
 _PLAIN = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "HardSwish": "HSwish"}
 
@@ -60,6 +61,15 @@ def hard_sigmoid(node: OnnxNode) -> list[Value]:
                                   f"NaN and OpenVINO 1, so no exact IR exists")
     alpha, beta = node.const(attrs["alpha"], x.element_type), node.const(attrs["beta"], x.element_type)
     return _same_shape(node, x, node.add("HardSigmoid", [x.ref, alpha, beta], name=node.name)[0])
+
+
+def gelu(node: OnnxNode) -> list[Value]:
+    x, attrs = node.checked_single_input()
+    if attrs["approximate"] not in GELU_APPROXIMATIONS:
+        raise InvalidModelError(f"approximate {attrs['approximate']!r}: Gelu takes 'none' or 'tanh'")
+    mode = "tanh" if attrs["approximate"] == "tanh" else "erf"
+    ref = node.add("Gelu", [x.ref], {"approximation_mode": mode}, name=node.name, newest=True)[0]
+    return _same_shape(node, x, ref)
 
 
 def leaky_relu(node: OnnxNode) -> list[Value]:
@@ -182,5 +192,5 @@ def softmax(node: OnnxNode) -> list[Value]:
 
 CONVERTERS = {
     **dict.fromkeys(_PLAIN, plain), "HardSigmoid": hard_sigmoid, "LeakyRelu": leaky_relu, "PRelu": prelu,
-    "Clip": clip, "Softmax": softmax, "LogSoftmax": softmax,
+    "Clip": clip, "Softmax": softmax, "LogSoftmax": softmax, "Gelu": gelu,
 }

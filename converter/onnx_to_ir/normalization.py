@@ -1,4 +1,4 @@
-"""ONNX BatchNormalization, LRN and Dropout -> IR layers whose meaning, as OpenVINO executes it, is the ONNX one.
+"""ONNX BatchNormalization, LayerNormalization, LRN and Dropout -> IR layers whose meaning, as OpenVINO executes it, is the ONNX one.
 
 The differences this bridges (OpenVINO's side: runtime/ir_ops/normalization.py; ONNX's side:
 runtime/onnx_ops/normalization.py):
@@ -10,6 +10,11 @@ runtime/onnx_ops/normalization.py):
   broadcasting, and so does an epsilon OpenVINO's BatchNormInference refuses (negative, NaN, above the
   largest f32), with the statistics reshaped to C x 1 .. 1. Training-mode nodes and their extra outputs are
   refused (runtime.onnx_ops.inference_problem).
+- LayerNormalization: MVN-6 over the axes [axis, rank) with normalize_variance, eps_mode inside_sqrt (what
+  OpenVINO's own frontend writes too), then Multiply by Scale and Add B (numpy broadcasting). MVN computes in
+  f32 for f16/bf16 and rounds Normalized once, as stash_type 1 does; a float64 X, which stash_type 1
+  normalises in float32, is converted to f32 around the MVN. The optional Mean and InvStdDev outputs are
+  refused (no model poolir has seen asks for them in inference).
 - LRN: OpenVINO's LRN over axes [1] scales alpha by 1/size like ONNX, but its window is symmetric,
   [c - floor((size-1)/2), c + floor((size-1)/2)]: an even ONNX size (extra element after c) has no LRN
   equivalent and is refused. OpenVINO's CPU plugin truncates bias to an integer, so a non-integer bias
@@ -28,8 +33,8 @@ from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.ops.normalization import batch_norm_epsilon_ok
-from poolir.runtime.onnx_ops.normalization import (dropout_mask_dtype, inference_problem, lrn_window,
-                                                   training_mode_problem)
+from poolir.runtime.onnx_ops.normalization import (STASH_TYPES, dropout_mask_dtype, inference_problem,
+                                                   layer_norm_axes, lrn_window, training_mode_problem)
 
 
 def batch_norm(node: OnnxNode) -> list[Value]:
@@ -72,6 +77,33 @@ def batch_norm(node: OnnxNode) -> list[Value]:
     normal = node.add("Divide", [centred, deviation], {**numpy, "m_pythondiv": True}, f"{node.name}/normal")[0]
     scaled = node.add("Multiply", [normal, scale_ref], numpy, f"{node.name}/scaled")[0]
     return [Value(node.add("Add", [scaled, bias_ref], numpy, node.name)[0], x.element_type, x.shape)]
+
+
+def layer_norm(node: OnnxNode) -> list[Value]:
+    x, scale, bias = node.checked_inputs(2, 3, optional=(2,))
+    attrs = node.attributes()
+    node.check_element_type(x)
+    node.check_same_element_type(x, "X", [("Scale", scale), ("B", bias)])
+    if any(node.node.output[1:]):
+        raise UnsupportedError("the Mean and InvStdDev outputs of LayerNormalization: poolir converts Y only")
+    if attrs["stash_type"] not in STASH_TYPES:
+        raise UnsupportedError(f"stash_type {attrs['stash_type']}: poolir converts stash_type 1 (float32) only")
+    if not x.shape:
+        raise InvalidModelError(f"X is a scalar; {node.version.label} needs rank >= 1")
+    axes = node.const(list(layer_norm_axes(attrs["axis"], len(x.shape))), "i64")
+    source = x.ref
+    stash = x.element_type == "f64"  # stash_type 1 normalises a float64 X in float32 (the spec's Cast)
+    if stash:
+        source = node.add("Convert", [source], {"destination_type": "f32"}, f"{node.name}/to_stash")[0]
+    mvn_attrs = {"normalize_variance": True, "eps": attrs["epsilon"], "eps_mode": "inside_sqrt"}
+    ref = node.add("MVN", [source, axes], mvn_attrs, f"{node.name}/mvn", newest=True)[0]
+    if stash:
+        ref = node.add("Convert", [ref], {"destination_type": "f64"}, f"{node.name}/from_stash")[0]
+    numpy = {"auto_broadcast": "numpy"}
+    ref = node.add("Multiply", [ref, scale.ref], numpy, node.name if bias is None else f"{node.name}/scaled")[0]
+    if bias is not None:
+        ref = node.add("Add", [ref, bias.ref], numpy, node.name)[0]
+    return [Value(ref, x.element_type, x.shape)]
 
 
 def lrn(node: OnnxNode) -> list[Value]:
@@ -139,4 +171,4 @@ def _check_training_mode(node: OnnxNode, values: dict) -> None:
         raise UnsupportedError(problem)
 
 
-CONVERTERS = {"BatchNormalization": batch_norm, "LRN": lrn, "Dropout": dropout}
+CONVERTERS = {"BatchNormalization": batch_norm, "LayerNormalization": layer_norm, "LRN": lrn, "Dropout": dropout}

@@ -1,4 +1,4 @@
-"""ONNX element-wise nodes beyond arithmetic -> IR (ir/ops/pointwise.py): Sign, Exp, Log, the comparisons
+"""ONNX element-wise nodes beyond arithmetic -> IR (ir/ops/pointwise.py): Sign, Exp, Log, Erf, the comparisons
 Equal, Less, Greater, LessOrEqual, GreaterOrEqual, the logical Not, And, Or, Xor, and Where.
 
 ONNX broadcasting (multidirectional, from opset 7; Where from 9) is IR auto_broadcast "numpy". Comparisons
@@ -11,6 +11,8 @@ inference precision; pinned by tests/converter/test_onnx_to_ir_pointwise.py):
   does for f32; onnxruntime 1.31 gives 0 for a float16 NaN, and the spec says nothing of NaN).
 - Exp: OpenVINO's Exp gives +inf for NaN, ONNX NaN; poolir writes Select(Equal(x, x), Exp(x), x), which
   keeps every other value and passes NaN through. Log is IEEE's log in both (NaN below 0, -inf at 0).
+- Erf -> Erf-1: the same function (NaN stays NaN in both); OpenVINO's CPU plugin approximates it to 4.8e-7
+  (runtime/ir_ops/pointwise.py).
 - Greater and GreaterEqual: the CPU plugin computes not(a <= b) and not(a < b), so a NaN operand gives true
   (IEEE and ONNX: false). Less and LessEqual give false for NaN, as ONNX does, so ONNX Greater(a, b) is
   written as IR Less(b, a) and GreaterOrEqual(a, b) as LessEqual(b, a): exact for every input.
@@ -76,6 +78,12 @@ def log(node: OnnxNode) -> list[Value]:
     return node.layer("Log", [x], name=node.name)
 
 
+def erf(node: OnnxNode) -> list[Value]:
+    x, _ = node.checked_single_input()
+    check_float(node, x)
+    return node.layer("Erf", [x], name=node.name)
+
+
 def compare(node: OnnxNode) -> list[Value]:
     node.attributes()
     a, b = node.checked_inputs(2, 2)
@@ -108,6 +116,6 @@ def where(node: OnnxNode) -> list[Value]:
 
 
 CONVERTERS = {
-    "Sign": sign, "Exp": exp, "Log": log, **dict.fromkeys(_COMPARISONS, compare), "Not": logical_not,
+    "Sign": sign, "Exp": exp, "Log": log, "Erf": erf, **dict.fromkeys(_COMPARISONS, compare), "Not": logical_not,
     **dict.fromkeys(_LOGICAL, logical), "Where": where,
 }

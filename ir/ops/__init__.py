@@ -8,9 +8,10 @@
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
     convolution  Convolution, GroupConvolution
     matmul       MatMul
-    normalization  BatchNormInference, LRN
-    activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax
-    pointwise    Sign, Negative, Exp, Log, comparisons, LogicalNot/And/Or/Xor, Select
+    normalization  BatchNormInference, LRN, MVN
+    activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
+                 Gelu
+    pointwise    Sign, Negative, Exp, Log, Erf, comparisons, LogicalNot/And/Or/Xor, Select
     rearrange    ShuffleChannels, GatherND, Tile
 
 A family module declares SCHEMA_ROWS (ir.attributes.OpVersion rows) and SHAPE_RULES (an

@@ -1,12 +1,13 @@
 """Activation layers: ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax,
-LogSoftmax. Every one keeps its input's element type and shape.
+LogSoftmax, Gelu. Every one keeps its input's element type and shape.
 
 OpenVINO 2026.4's ONNX frontend writes them for: Relu -> ReLU-1; Clip -> Clamp-1 (constant bounds);
 Sigmoid -> Sigmoid-1; Tanh -> Tanh-1; HardSigmoid -> HardSigmoid-1 (alpha, beta as scalar Const inputs);
 HardSwish -> HSwish-4; LeakyRelu -> PReLU-1 (a one-element Const slope); Softmax/LogSoftmax -> SoftMax-8 /
 LogSoftmax-5 (before opset 11 between two Reshapes that coerce the input to 2-D; see
 converter/onnx_to_ir/activation.py for what it does for Softmax-11). The layer type OpenVINO writes for
-PRelu is spelled "PReLU".
+PRelu is spelled "PReLU". Gelu-2 is the erf form; Gelu-7 adds approximation_mode (OpenVINO writes "ERF" or
+"TANH"; read case-insensitively), which openvino.convert_model writes for torch's GELU and ONNX Gelu-20.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from poolir.ir.attributes import FLOAT, INT, Attr, OpVersion
+from poolir.ir.attributes import FLOAT, INT, UPPER_STR, Attr, OpVersion
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import InvalidModelError, UsageError
 from poolir.ir.model import Layer, opset_number, shape_str
@@ -25,6 +26,7 @@ from poolir.ir.shapes import TensorInfo, broadcast_shapes, normalize_axis
 
 # Layers with one input and no attributes: (type, the opset that introduced it).
 PLAIN_TYPES = {"ReLU": 1, "Sigmoid": 1, "Tanh": 1, "HSwish": 4, "HSigmoid": 5}
+GELU_MODES = ("erf", "tanh")
 SOFTMAX_TYPES = ("SoftMax", "LogSoftmax")
 
 
@@ -44,6 +46,8 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
     OpVersion("SoftMax", 1, (Attr("axis", INT, 1),)),
     OpVersion("SoftMax", 8, (Attr("axis", INT, 1),)),
     OpVersion("LogSoftmax", 5, (Attr("axis", INT, 1),)),
+    OpVersion("Gelu", 2),  # the erf form
+    OpVersion("Gelu", 7, (Attr("approximation_mode", UPPER_STR, "erf", GELU_MODES),)),
 )
 
 SHAPE_RULES = ShapeRules()
@@ -69,6 +73,14 @@ def clamp_integer_bounds(low: float, high: float, element_type: str, dynamic: bo
 def infer_same(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data = inputs[0]
     return [TensorInfo(data.element_type, data.shape)]
+
+
+@SHAPE_RULES.register("Gelu")
+def infer_gelu(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    # OpenVINO refuses an integer Gelu when it builds the graph ("Argument element type must be f16, bf16, f32, f64")
+    if inputs[0].element_type not in ("f16", "bf16", "f32", "f64"):
+        raise InvalidModelError(f"Gelu takes a floating type, got {inputs[0].element_type}")
+    return infer_same(layer, inputs)
 
 
 def _check_scalar_operands(layer: Layer, inputs: list[TensorInfo], names: tuple[str, ...]) -> None:

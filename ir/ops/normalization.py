@@ -1,4 +1,4 @@
-"""BatchNormInference and LRN: their schema rows and shape rules.
+"""BatchNormInference, LRN and MVN: their schema rows and shape rules.
 
 BatchNormInference's input ORDER depends on its version (OpenVINO 2026.4, read from the XML that
 openvino.opset1/opset5.batch_norm_inference write): version 1 (opset1) takes gamma, beta, data, mean,
@@ -8,6 +8,12 @@ rank 1: "data_input_rank.get_length() >= 2"); the four per-channel inputs are 1-
 
 LRN-1: inputs data and axes (a constant 1-D integer list); attributes alpha, beta, bias (floats) and size
 (an int >= 1). What OpenVINO computes for it is in runtime/kernels/normalization.py.
+
+MVN-6 (opset6): inputs data and axes (1-D i32/i64, each in [-rank, rank)); attributes normalize_variance,
+eps and eps_mode (inside_sqrt: / sqrt(var + eps); outside_sqrt: / (sqrt(var) + eps)). OpenVINO writes it for
+ONNX MeanVarianceNormalization and torch's LayerNorm (followed by Multiply and Add). MVN-1 (written
+"opset2"): attributes across_channels, normalize_variance, eps (always inside the sqrt) and reduction_axes,
+which when present overrides across_channels (otherwise the axes are [1 or 2, rank)).
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-from poolir.ir.attributes import FLOAT, INT, Attr, OpVersion
-from poolir.ir.errors import InvalidModelError, UsageError
+from poolir.ir.attributes import BOOL, FLOAT, INT, INTS, UPPER_STR, Attr, OpVersion
+from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
 from poolir.ir.model import Layer, opset_number, shape_str
 from poolir.ir.registry import ShapeRules
 from poolir.ir.shapes import TensorInfo
@@ -26,6 +32,7 @@ BN_PORTS: dict[int, tuple[int, int, int, int, int]] = {1: (2, 0, 1, 3, 4), 5: (0
 
 
 _F32_MAX = 3.4028234663852886e38
+MVN_EPS_MODES = ("inside_sqrt", "outside_sqrt")
 
 
 def batch_norm_epsilon_ok(epsilon: float) -> bool:
@@ -56,6 +63,11 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
       for since in BN_PORTS),
     OpVersion("LRN", 1, (Attr("alpha", FLOAT), Attr("beta", FLOAT), Attr("bias", FLOAT), Attr("size", INT)),
               inputs=(2, 2), value_check=_check_lrn),
+    # attributes in the order OpenVINO writes them
+    OpVersion("MVN", 2, (Attr("eps", FLOAT), Attr("across_channels", BOOL, False),
+                         Attr("normalize_variance", BOOL, False), Attr("reduction_axes", INTS, ()))),
+    OpVersion("MVN", 6, (Attr("eps", FLOAT), Attr("normalize_variance", BOOL),
+                         Attr("eps_mode", UPPER_STR, choices=MVN_EPS_MODES)), inputs=(2, 2)),
 )
 
 
@@ -104,4 +116,37 @@ def infer_lrn(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     return [TensorInfo(data.element_type, data.shape)]
 
 
-__all__ = ["BN_PORTS", "SCHEMA_ROWS", "SHAPE_RULES", "bn_ports"]
+def mvn1_axes(attrs: Mapping[str, Any], rank: int) -> tuple[int, ...]:
+    """The axes MVN-1 normalises over: [1, rank) across channels, else [2, rank). OpenVINO 2026.4 derives
+    across_channels from reduction_axes when they are given (whether they hold axis 1), and its CPU plugin
+    then normalises by across_channels alone (measured: reduction_axes [1, 3] of a rank-4 input normalise
+    [1, 2, 3]): reduction_axes other than those two ranges are refused."""
+    written = attrs.get("reduction_axes") or ()
+    across = (1 in [a + rank if a < 0 else a for a in written]) if written else attrs["across_channels"]
+    axes = tuple(range(1 if across else 2, rank))
+    if written and tuple(sorted(a + rank if a < 0 else a for a in written)) != axes:
+        raise UnsupportedError(f"MVN-1 reduction_axes {list(written)}: OpenVINO's CPU plugin normalises over "
+                               f"{list(axes)} for them (its across_channels), poolir only runs axes it states")
+    return axes
+
+
+@SHAPE_RULES.register("MVN")
+def infer_mvn(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data = inputs[0]
+    rank = len(data.shape)
+    if len(inputs) == 1:
+        axes = list(mvn1_axes(layer.attrs, rank))
+    else:
+        info = inputs[1]
+        if info.element_type not in ("i32", "i64"):
+            raise InvalidModelError(f"axes element type {info.element_type}: expected i32 or i64")
+        if len(info.shape) != 1:
+            raise InvalidModelError(f"axes {shape_str(info.shape)} must be 1-D")
+        axes = [] if info.value is None else [int(a) for a in info.value.reshape(-1)]
+    for axis in axes:
+        if not -rank <= axis < rank:
+            raise InvalidModelError(f"axis {axis} is out of range for data {shape_str(data.shape)}")
+    return [TensorInfo(data.element_type, data.shape)]
+
+
+__all__ = ["BN_PORTS", "MVN_EPS_MODES", "SCHEMA_ROWS", "SHAPE_RULES", "bn_ports", "mvn1_axes"]

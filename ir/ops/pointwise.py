@@ -1,7 +1,7 @@
-"""Element-wise layers beyond arithmetic: Sign, Negative, Exp, Log; the comparisons Equal, NotEqual, Less,
+"""Element-wise layers beyond arithmetic: Sign, Negative, Exp, Log, Erf; the comparisons Equal, NotEqual, Less,
 LessEqual, Greater, GreaterEqual; LogicalNot, LogicalAnd, LogicalOr, LogicalXor; Select; and Identity-16.
 
-OpenVINO writes them for ONNX Sign, Exp, Log, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or,
+OpenVINO writes them for ONNX Sign, Exp, Log, Erf, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, Not, And, Or,
 Xor and Where (measured with OpenVINO 2026.4's ONNX frontend; ONNX Neg becomes Multiply by -1, but Negative-1
 exists in every opset). Comparisons give boolean; the logical ops take and give boolean.
 """
@@ -17,7 +17,7 @@ from poolir.ir.registry import ShapeRules
 from poolir.ir.shapes import TensorInfo, broadcast_shapes, folded, static_values
 
 AUTO_BROADCAST = ("none", "numpy")  # "pdpd" exists in OpenVINO; its frontends for CNNs never write it
-UNARY_TYPES = ("Sign", "Negative", "Exp", "Log")
+UNARY_TYPES = ("Sign", "Negative", "Exp", "Log", "Erf")
 COMPARISON_TYPES = ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual")
 LOGICAL_BINARY_TYPES = ("LogicalAnd", "LogicalOr", "LogicalXor")
 

@@ -9,9 +9,10 @@
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
     convolution  Convolution, GroupConvolution
     matmul       MatMul
-    normalization  BatchNormInference (both input orders), LRN (OpenVINO's window, scaling and bias)
-    activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax
-    pointwise    Sign, Negative, Exp, Log, comparisons, logical ops, Select
+    normalization  BatchNormInference (both input orders), LRN (OpenVINO's window, scaling and bias), MVN
+    activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
+                 Gelu
+    pointwise    Sign, Negative, Exp, Log, Erf, comparisons, logical ops, Select
     rearrange    ShuffleChannels, GatherND-5/8, Tile
 
 Importing the package registers every family's builders and checks them against the IR schema registry

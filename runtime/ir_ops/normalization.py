@@ -1,4 +1,4 @@
-"""IR BatchNormInference and LRN onto runtime.kernels.normalization: what OpenVINO 2026.4's CPU plugin computes.
+"""IR BatchNormInference, LRN and MVN onto runtime.kernels.normalization: what OpenVINO 2026.4's CPU plugin computes.
 
 BatchNormInference: (data - mean) / sqrt(variance + epsilon) * gamma + beta per channel (axis 1); its input
 order depends on the version (ir.ops.normalization.BN_PORTS: version 1 takes gamma, beta, data, ...).
@@ -19,14 +19,22 @@ test_normalization_openvino.py pins it):
    ("Supports only across channels or across spatial reduction"), and for [1, 2, 3] it accepts the layer
    but its numbers match neither window formula (0.04..0.13 off): poolir refuses those too. The axes are
    taken as written: a negative axis ([-3], [2, -1]) and [1, 1] are refused by the plugin, and so by poolir.
+
+MVN (1 and 6): mean and variance over the axes, two-pass in f32 (f16/bf16 too; f64 in f64), multiplied by
+1 / sqrt(var + eps) (MVN-6 outside_sqrt: 1 / (sqrt(var) + eps)), rounded once; eps as an f32. Pinned against
+the CPU plugin in tests/runtime/test_ir_layer_norm_vs_openvino.py. Repeated axes are refused (OpenVINO
+refuses them too: "Axes input must have unique values").
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from poolir.ir.errors import InvalidModelError, UnsupportedError
-from poolir.ir.ops.normalization import bn_ports
+from poolir.ir.ops.normalization import bn_ports, mvn1_axes
+from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 from poolir.runtime.ir_ops.registry import axis_index, builder, int_list
-from poolir.runtime.kernels.normalization import batch_norm, lrn
+from poolir.runtime.kernels.normalization import batch_norm, lrn, standardize
 
 
 def openvino_lrn_window(size: int) -> int:
@@ -79,3 +87,24 @@ def _lrn(info):
         alpha = attrs["alpha"] / size ** len(axes)  # fact 2
         return (lrn(x, axes, alpha, attrs["beta"], bias, half, half),)
     return run
+
+
+def mvn(x, axes: list[int], attrs: dict, inside_sqrt: bool):
+    if not is_float(x.dtype):
+        raise UnsupportedError(f"MVN on element type {x.dtype} is not supported (floating types only)")
+    chosen = [axis_index(a, x.ndim, "MVN axis") for a in axes]
+    if len(set(chosen)) != len(chosen):
+        raise InvalidModelError(f"MVN axes {axes} repeat an axis")
+    eps = float(np.float32(attrs["eps"]))
+    normalised, _, _ = standardize(x, tuple(sorted(chosen)), eps, accumulation_dtype(x.dtype), inside_sqrt,
+                                   attrs["normalize_variance"])
+    return normalised.astype(x.dtype, copy=False)
+
+
+@builder("MVN")
+def _mvn(info):
+    attrs = info.layer.attrs
+    if "eps_mode" not in attrs:  # MVN-1
+        return lambda args: (mvn(args[0], list(mvn1_axes(attrs, args[0].ndim)), attrs, True),)
+    inside = attrs["eps_mode"] == "inside_sqrt"
+    return lambda args: (mvn(args[0], int_list(args[1], "MVN axes"), attrs, inside),)

@@ -1,5 +1,5 @@
 """Activation kernels: ReLU, clamp, sigmoid, tanh, hard sigmoid, hard swish, OpenVINO's hard sigmoid, swish,
-leaky ReLU / PReLU, softmax and log-softmax (along one axis, or ONNX < 13's flattened trailing block).
+leaky ReLU / PReLU, softmax and log-softmax (along one axis, or ONNX < 13's flattened trailing block), GELU.
 
 float16 and bfloat16 compute in float32 and round once at the end. Inputs and parameters arrive validated
 by the ONNX or IR adapter that calls the kernel. Where ONNX (onnxruntime) and OpenVINO differ on NaN, the
@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from poolir.runtime.kernels.erf import erf_float64
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
 
@@ -157,5 +158,18 @@ def softmax_coerced(x: np.ndarray, axis: int, log: bool = False) -> np.ndarray:
     return softmax(x.reshape(rows, cols), 1, log).reshape(x.shape)
 
 
-__all__ = ["clip", "hard_sigmoid", "hard_swish", "hsigmoid_openvino", "leaky_relu", "relu",
+def gelu(x: np.ndarray, approximation: str = "none") -> np.ndarray:
+    """GELU, in float64 and rounded once to x's type: "none" (erf) x * 0.5 * (1 + erf(x / sqrt(2))); "tanh"
+    0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) (ONNX Gelu-20's two formulas, OpenVINO Gelu-7's
+    ERF and TANH modes). float64 keeps the result within one rounding of the formula's exact value, which is
+    what onnxruntime gives to a few ulps; OpenVINO's CPU plugin approximates (runtime/ir_ops/activation.py)."""
+    w = x.astype(np.float64)
+    if approximation == "tanh":
+        inner = np.sqrt(2 / np.pi) * (w + 0.044715 * w ** 3)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _back(0.5 * w * (1 + np.tanh(inner)), x)
+    return _back(w * 0.5 * (1 + erf_float64(w / np.sqrt(2))), x)
+
+
+__all__ = ["clip", "gelu", "hard_sigmoid", "hard_swish", "hsigmoid_openvino", "leaky_relu", "relu",
            "sigmoid", "softmax", "softmax_coerced", "swish", "tanh"]

@@ -64,4 +64,27 @@ def lrn(x: np.ndarray, axes: Sequence[int], alpha: float, beta: float, bias: flo
     return (x.astype(work) / denominator).astype(x.dtype, copy=False)
 
 
-__all__ = ["batch_norm", "lrn"]
+
+
+def standardize(x: np.ndarray, axes: tuple[int, ...], epsilon: float, work: np.dtype, inside_sqrt: bool = True,
+                normalize_variance: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Mean-variance normalisation over `axes`, computed in `work` and returned in `work` (the caller rounds):
+    two passes, as ONNX LayerNormalization's function body and OpenVINO's MVN define it: mean,
+    d = x - mean, var = mean(d * d), inverse = 1 / sqrt(var + eps) (outside_sqrt: 1 / (sqrt(var) + eps)),
+    normalised = d * inverse. Returns (normalised, mean, inverse), mean and inverse with the reduced axes
+    kept as 1; without normalize_variance (d, mean, None).
+    Example: x = [1, 2, 3, 4] over axis 0, eps 0: mean 2.5, var 1.25, normalised [-1.342, -0.447, 0.447, 1.342]."""
+    w = x.astype(work, copy=False)
+    mean = np.mean(w, axis=axes, keepdims=True, dtype=work)
+    d = np.subtract(w, mean, dtype=work)
+    if not normalize_variance:
+        return d, mean, None
+    var = np.mean(np.square(d), axis=axes, keepdims=True, dtype=work)
+    eps = work.type(epsilon)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inverse = np.reciprocal(np.sqrt(var + eps) if inside_sqrt else np.sqrt(var) + eps)
+        np.multiply(d, inverse, out=d)
+    return d, mean, inverse
+
+
+__all__ = ["batch_norm", "lrn", "standardize"]

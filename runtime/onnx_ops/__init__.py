@@ -3,14 +3,14 @@
     registry       the table machinery (rows, normaliser, adapter registry, NodeContext)
     element_types  the element types rows allow, and ONNX -> numpy dtypes
     pooling        AveragePool, MaxPool, LpPool, Global*Pool
-    elementwise    unary/binary/variadic arithmetic, Mod, Where, Cast/CastLike, Identity
-    activation     Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, LogSoftmax
+    elementwise    unary/binary/variadic arithmetic, Erf, Mod, Where, Cast/CastLike, Identity
+    activation     Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, LogSoftmax, Gelu
     movement       Pad, Transpose, Reshape, Concat, Split, Slice, Squeeze, Unsqueeze, Gather, Expand, Shape,
                    Constant, ConstantOfShape
     reduction      Reduce*
     convolution    Conv
     matmul         MatMul, Gemm
-    normalization  BatchNormalization, LRN, Dropout (inference only)
+    normalization  BatchNormalization, LayerNormalization, LRN, Dropout (inference only)
 
 Importing the package registers every family's rows and adapters and checks that the two registries name
 the same ops: a family that defines rows without an adapter (or the reverse) fails here, naming the op.

@@ -1,4 +1,4 @@
-"""ONNX activations: Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, PRelu, Softmax, LogSoftmax: version
+"""ONNX activations: Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, PRelu, Softmax, LogSoftmax, Gelu: version
 rows (every version since each op's opset 1) and adapters onto runtime.kernels.activation.
 
 Readings (these go into the README's semantics section too):
@@ -21,6 +21,8 @@ Readings (these go into the README's semantics section too):
   normalises along `axis` alone (default -1). The two agree only when axis is the last axis (or every dim
   after it is 1). A negative axis counts from the back in every version (the text of version 1 does not
   say so; version 11 does, and onnxruntime accepts it in version 1 too).
+- Gelu-20: approximate "none" is x * 0.5 * (1 + erf(x / sqrt(2))), "tanh" 0.5 * x * (1 + tanh(sqrt(2 / pi) *
+  (x + 0.044715 x^3))); both computed in float64 and rounded once (onnxruntime agrees to a few ulps).
 - Softmax subtracts the maximum of each slice before exp (no overflow); f16/bf16 compute in f32. A slice
   holding +inf or NaN gives NaN throughout, one holding -inf gives it 0 (onnxruntime agrees).
 """
@@ -32,12 +34,12 @@ import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.ir.shapes import checked_axis
-from poolir.runtime.kernels.activation import (clip, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
+from poolir.runtime.kernels.activation import (clip, gelu, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
                                                softmax, softmax_coerced, tanh)
 from poolir.runtime.kernels.precision import is_float
 from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
-from poolir.runtime.onnx_ops.registry import (FLOAT, INT, INTS, REMOVED, Attribute, NodeContext, Step, adapter,
-                                              define)
+from poolir.runtime.onnx_ops.registry import (FLOAT, INT, INTS, REMOVED, STRING, Attribute, NodeContext, Step,
+                                              adapter, define)
 
 _SIGNED = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 _UNSIGNED = frozenset(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
@@ -70,6 +72,8 @@ define("HardSigmoid", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, _f32(0.2)), "
                         FLOAT_TYPES),
                        (6, _DROP_CONSUMED), (22, {}, FLOAT_TYPES_BF16)])
 define("HardSwish", [(14, {}, FLOAT_TYPES), (22, {}, FLOAT_TYPES_BF16)])
+define("Gelu", [(20, {"approximate": Attribute(STRING, "none")}, FLOAT_TYPES_BF16)])
+GELU_APPROXIMATIONS = ("none", "tanh")
 define("LeakyRelu", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, _f32(0.01))}, FLOAT_TYPES), (6, _DROP_CONSUMED),
                      (16, {}, FLOAT_TYPES_BF16)])
 for _op in ("Softmax", "LogSoftmax"):
@@ -104,11 +108,14 @@ _ONE_INPUT = {
     "HardSigmoid": lambda attrs: lambda x: hard_sigmoid(x, attrs["alpha"], attrs["beta"]),
     "HardSwish": lambda attrs: hard_swish,
     "LeakyRelu": lambda attrs: lambda x: leaky_relu(x, attrs["alpha"]),
+    "Gelu": lambda attrs: lambda x: gelu(x, attrs["approximate"]),
 }
 
 
 @adapter(*_ONE_INPUT)
 def plan_one_input_activation(ctx: NodeContext) -> Step:
+    if ctx.attrs.get("approximate", "none") not in GELU_APPROXIMATIONS:
+        raise UsageError(f"approximate {ctx.attrs['approximate']!r}: Gelu takes 'none' or 'tanh'")
     return _one_input(ctx, _ONE_INPUT[ctx.version.op_type](ctx.attrs))
 
 

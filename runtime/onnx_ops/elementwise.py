@@ -4,7 +4,7 @@ Clip are activations: activation.py).
 
 Element types are not restricted when these ops run (numpy computes any of them), except that inputs the spec
 binds to one type T must share it (element_types.check_one_type), and where a row names its types: Floor, Ceil,
-Sqrt, Exp, Log and Reciprocal take floats only (their spec; onnxruntime refuses an integer model). The comparison rows carry the spec's type constraints all the same, for the IR -> ONNX converter, which
+Sqrt, Exp, Log, Reciprocal and Erf take floats only (their spec; onnxruntime refuses an integer model). The comparison rows carry the spec's type constraints all the same, for the IR -> ONNX converter, which
 must not write a type an opset does not allow: Equal-7 takes bool, int32 and int64 only (numbers from 11,
 bfloat16 from 13), Less and Greater-7 floats only (every number from 9, bfloat16 from 13). Versions before an
 op's first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) and are unsupported.
@@ -12,10 +12,13 @@ op's first row use legacy semantics (e.g. broadcast/axis attributes before opset
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
+from poolir.runtime.kernels.erf import erf
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype
 from poolir.runtime.onnx_ops.element_types import (BF16, BOOL, FLOAT_TYPES, NUMERIC_TYPES, check_dtype,
@@ -26,6 +29,9 @@ for _op in ("Abs", "Neg"):
     define(_op, [(6, {})])
 for _op in ("Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal"):  # floats only, as onnxruntime 1.31 refuses others
     define(_op, [(6, {}, FLOAT_TYPES), (13, {}, FLOAT_TYPES | {BF16})])
+# Erf: floats only (Erf-9's T allows integers too, but onnxruntime 1.31 runs float and float16 only, and an
+# integer erf is 0 or +-1 rounded: no model needs it). Computed in float64 and rounded once (kernels.erf).
+define("Erf", [(9, {}, FLOAT_TYPES), (13, {}, FLOAT_TYPES | {BF16})])
 define("Sign", [(9, {})])
 define("Not", [(1, {})])
 # Type constraint T of the arithmetic: 8- and 16-bit integers only from 14 (Pow's base: floats, then 32/64-bit
@@ -58,7 +64,10 @@ _UNARY = {
     "Abs": np.abs, "Neg": np.negative, "Sign": np.sign, "Not": np.logical_not,
     "Floor": np.floor, "Ceil": np.ceil,
 }
-_UNARY_FLOAT = {"Sqrt": np.sqrt, "Exp": np.exp, "Log": np.log, "Reciprocal": np.reciprocal}
+# op -> kernel of a float array, giving its dtype: numpy's ufuncs compute f16/bf16 in float32 (unary_float);
+# erf computes every type in float64 and rounds once (a float32 step would round twice).
+_UNARY_FLOAT = {**{op: partial(unary_float, function) for op, function in (
+    ("Sqrt", np.sqrt), ("Exp", np.exp), ("Log", np.log), ("Reciprocal", np.reciprocal))}, "Erf": erf}
 _BINARY = {
     "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": divide, "Pow": power,
     "Equal": np.equal, "Less": np.less, "Greater": np.greater, "LessOrEqual": np.less_equal,
@@ -85,7 +94,7 @@ def plan_unary_float(ctx: NodeContext) -> Step:
 
     def run(x):
         check_dtype(version, x.dtype)
-        return (unary_float(function, x),)
+        return (function(x),)
     return run
 
 

@@ -1,4 +1,5 @@
-"""ONNX BatchNormalization, LRN and Dropout: version rows and adapters onto runtime.kernels.normalization.
+"""ONNX BatchNormalization, LayerNormalization, LRN and Dropout: version rows and adapters onto
+runtime.kernels.normalization.
 
 poolir runs inference only. Readings (these go into the README's semantics section too):
 
@@ -12,6 +13,13 @@ poolir runs inference only. Readings (these go into the README's semantics secti
 - LRN: square_sum[c] = sum of X[c']^2 for c' in [c - floor((size-1)/2), c + ceil((size-1)/2)] (clipped
   to the channels), Y = X / (bias + alpha / size * square_sum) ^ beta, over axis 1 only. An even size puts
   the extra element AFTER c. (onnxruntime refuses even sizes: "size_ % 2 == 1 was false".)
+- LayerNormalization (17): over the axes [axis, rank), in the spec's function body's order: Mean, D = X - Mean,
+  Var = mean(D * D), InvStdDev = 1 / sqrt(Var + epsilon), Normalized = D * InvStdDev, all computed in the
+  stash type (stash_type 1: float32, also for a float64 X, as the body casts X to it); Normalized is cast to
+  X's type, then multiplied by Scale and B added in X's type. Scale and B broadcast unidirectionally to X.
+  The optional Mean and InvStdDev outputs have the stash type and X's shape with the normalised dims 1.
+  onnxruntime computes its statistics in double; the results agree to a few ulps. Only stash_type 1 runs
+  (the type constraint U of the outputs is float or bfloat16, and onnxruntime implements float).
 - Dropout: in inference Y = X, and the optional mask is all true (ones of X's type before opset 10, whose
   mask type is T; bool from 10). Versions 1 and 6 with is_test=0 (the default) drop at random: refused.
   From 12, ratio and training_mode are inputs: training_mode true with a ratio other than 0 drops at
@@ -24,7 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.ir.errors import UsageError
-from poolir.runtime.kernels.normalization import batch_norm, lrn
+from poolir.ir.shapes import checked_axis
+from poolir.runtime.kernels.normalization import batch_norm, lrn, standardize
 from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
 from poolir.runtime.onnx_ops.registry import (FLOAT, INT, INTS, REMOVED, Attribute, NodeContext, OnnxOpVersion, Step,
                                               adapter, define)
@@ -38,6 +47,10 @@ define("BatchNormalization", [
     (9, {"spatial": REMOVED}),
     (14, {"training_mode": Attribute(INT, 0)}, FLOAT_TYPES_BF16, 3),
     (15, {}),  # scale/B and mean/var get their own type constraints (T1, T2)
+])
+define("LayerNormalization", [
+    (17, {"axis": Attribute(INT, -1), "epsilon": Attribute(FLOAT, float(np.float32(1e-5))),
+          "stash_type": Attribute(INT, 1)}, FLOAT_TYPES_BF16, 3),
 ])
 define("LRN", [
     (1, {"alpha": Attribute(FLOAT, 1e-4), "beta": Attribute(FLOAT, 0.75), "bias": Attribute(FLOAT, 1.0),
@@ -113,6 +126,41 @@ def plan_batch_norm(ctx: NodeContext) -> Step:
                 raise UsageError(f"{name} has shape {list(value.shape)}, expected {list(want)}"
                                  + ("" if per_channel else " (spatial=0: one value per element of a sample)"))
         return (batch_norm(x, scale, bias, mean, var, epsilon),)
+    return run
+
+
+STASH_TYPES = {1: np.dtype(np.float32)}  # stash_type (an ONNX TensorProto data type) -> its dtype
+
+
+def layer_norm_axes(axis: int, rank: int) -> tuple[int, ...]:
+    """LayerNormalization's normalised axes, [axis, rank) with a negative axis counted from the back."""
+    return tuple(range(checked_axis(axis, rank), rank))
+
+
+@adapter("LayerNormalization")
+def plan_layer_norm(ctx: NodeContext) -> Step:
+    axis, epsilon, stash = ctx.attrs["axis"], ctx.attrs["epsilon"], ctx.attrs["stash_type"]
+    if stash not in STASH_TYPES:
+        raise UsageError(f"stash_type {stash}: poolir runs stash_type 1 (float32) only")
+    work = STASH_TYPES[stash]
+
+    def run(x, scale, bias=None):
+        check_dtype(ctx.version, x.dtype)
+        if x.ndim == 0:
+            raise UsageError(f"X is a scalar; {ctx.version.label} needs rank >= 1")
+        axes = layer_norm_axes(axis, x.ndim)
+        for name, value in (("Scale", scale), ("B", bias)):
+            if value is None:
+                continue
+            if value.dtype != x.dtype:
+                raise UsageError(f"{name} has type {value.dtype}, X {x.dtype} (they must be equal)")
+            if value.ndim > x.ndim or any(v not in (1, d) for v, d in zip(value.shape[::-1], x.shape[::-1])):
+                raise UsageError(f"{name} of shape {list(value.shape)} does not broadcast to X {list(x.shape)}")
+        normalized, mean, inverse = standardize(x, axes, epsilon, work)
+        y = normalized.astype(x.dtype) * scale
+        if bias is not None:
+            y += bias
+        return y, mean, inverse
     return run
 
 

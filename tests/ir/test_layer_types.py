@@ -116,7 +116,7 @@ CASES: dict[str, Build] = {
                                             {"mode": "explicit"}),
     "Broadcast-1": lambda b: b.add("Broadcast", "opset1", [_x(b, (1, 4)), b.const(i64(3, 4))]),
     # pointwise and rearrange families (ir/ops/pointwise.py, ir/ops/rearrange.py)
-    **{t: (lambda t: lambda b: b.add(t, "opset1", [_x(b, (-1, 3, 4))]))(t) for t in ("Sign", "Negative", "Exp", "Log")},
+    **{t: (lambda t: lambda b: b.add(t, "opset1", [_x(b, (-1, 3, 4))]))(t) for t in ("Sign", "Negative", "Exp", "Log", "Erf")},
     **{t: _binary(t) for t in ("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual")},
     **{t: (lambda t: lambda b: b.add(t, "opset1", [_x(b, (-1, 3, 4), "boolean"), b.parameter("y", "boolean", (4,))]))(t)
        for t in ("LogicalAnd", "LogicalOr", "LogicalXor")},
@@ -182,6 +182,12 @@ CASES: dict[str, Build] = {
     "Sigmoid": lambda b: b.add("Sigmoid", "opset1", [_x(b)]),
     "Tanh": lambda b: b.add("Tanh", "opset1", [_x(b, (2,), "f16")]),
     "HSwish": lambda b: b.add("HSwish", "opset4", [_x(b)]),
+    "Gelu-2": lambda b: b.add("Gelu", "opset2", [_x(b, (-1, 3, 4))]),
+    "Gelu-7": lambda b: b.add("Gelu", "opset7", [_x(b)], {"approximation_mode": "tanh"}),
+    "MVN-1": lambda b: b.add("MVN", "opset2", [_x(b, (-1, 3, 4, 5))],
+                             {"across_channels": True, "normalize_variance": True, "eps": 1e-9}),
+    "MVN-6": lambda b: b.add("MVN", "opset6", [_x(b, (2, -1, 4, 5)), b.const(i64(-2, -1))],
+                             {"normalize_variance": True, "eps": 1e-5, "eps_mode": "outside_sqrt"}),
     "HSigmoid": lambda b: b.add("HSigmoid", "opset5", [_x(b)]),
     "HardSigmoid": lambda b: b.add("HardSigmoid", "opset1", [_x(b), b.const(np.float32(0.2)),
                                                               b.const(np.float32(0.5))]),

@@ -28,7 +28,8 @@ AVGPOOL_CEIL_ERROR = (0.7272, 0.1766)
 # The IR layers (type, version) OpenVINO 2026.4 writes for the torchvision-shaped networks in both styles
 # (openvino.convert_model + save_model, compress_to_fp16=False; with compression every f32 Const becomes an f16
 # Const and a Convert-1). BatchNorm is folded into Convolution, Gemm becomes MatMul + Add, Flatten and the
-# shape arithmetic fold into Reshape's constant target, global pools become ReduceMean / ReduceMax.
+# shape arithmetic fold into Reshape's constant target, global pools become ReduceMean / ReduceMax; ConvNeXt's
+# LayerNormalization becomes MVN-6 + Multiply + Add, and its decomposed GELU (Div, Erf, Add, Mul, Mul) one Gelu-7.
 IR_LAYERS = frozenset({
     ("Parameter", "opset1"), ("Const", "opset1"), ("Result", "opset1"),
     ("Convolution", "opset1"), ("GroupConvolution", "opset1"), ("MatMul", "opset1"),
@@ -37,6 +38,7 @@ IR_LAYERS = frozenset({
     ("Add", "opset1"), ("Multiply", "opset1"), ("Power", "opset1"), ("Abs", "opset1"), ("Sign", "opset1"),
     ("ReLU", "opset1"), ("HSwish", "opset4"), ("HardSigmoid", "opset1"), ("SoftMax", "opset8"),
     ("Concat", "opset1"), ("Split", "opset1"), ("Slice", "opset8"), ("Reshape", "opset1"), ("Transpose", "opset1"),
+    ("MVN", "opset6"), ("Gelu", "opset7"),
 })
 # ... and what the model-zoo graphs add: AlexNet's, GoogLeNet's and ZFNet's LRN, and ShuffleNet v1's
 # Reshape-Transpose-Reshape, which OpenVINO recognises as a channel shuffle.
