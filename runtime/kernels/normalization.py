@@ -64,8 +64,6 @@ def lrn(x: np.ndarray, axes: Sequence[int], alpha: float, beta: float, bias: flo
     return (x.astype(work) / denominator).astype(x.dtype, copy=False)
 
 
-
-
 def standardize(x: np.ndarray, axes: tuple[int, ...], epsilon: float, work: np.dtype, inside_sqrt: bool = True,
                 normalize_variance: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Mean-variance normalisation over `axes`, computed in `work` and returned in `work` (the caller rounds):
