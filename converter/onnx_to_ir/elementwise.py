@@ -27,8 +27,8 @@ which runs each case in onnxruntime and in OpenVINO 2026.4 on CPU):
 - Cast to bool becomes NotEqual(x, 0): OpenVINO's CPU Convert to boolean gives False for NaN and for i32
   -2147483648 (ONNX: True), its NotEqual does not.
 - i8/u8 Add, Sub, Mul, Div and i8 Abs wrap in ONNX (onnxruntime: i8 127 + 1 = -128, 100 * 3 = 44, |-128| =
-  -128); OpenVINO's CPU plugin saturates them (127). poolir computes them in i32 (where no i8/u8 result overflows) and Converts
-  back, which wraps as Cast does (below).
+  -128); OpenVINO's CPU plugin saturates them (127). poolir computes them in i32 (where no i8/u8 result
+  overflows) and Converts back, which wraps as Cast does (below).
 - Max and Min propagate NaN (onnxruntime); OpenVINO's Maximum and Minimum give the second operand where either
   is NaN: the conversion is exact for inputs without NaN (as for Relu and Clip).
 - Neg becomes Multiply by -1, Reciprocal Divide(1, x), Ceil -Floor(-x): each exact in IEEE arithmetic

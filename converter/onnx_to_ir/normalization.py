@@ -1,4 +1,5 @@
-"""ONNX BatchNormalization, LayerNormalization, LRN and Dropout -> IR layers whose meaning, as OpenVINO executes it, is the ONNX one.
+"""ONNX BatchNormalization, LayerNormalization, LRN and Dropout -> IR layers whose meaning, as OpenVINO executes
+it, is the ONNX one.
 
 The differences this bridges (OpenVINO's side: runtime/ir_ops/normalization.py; ONNX's side:
 runtime/onnx_ops/normalization.py):
