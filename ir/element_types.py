@@ -33,6 +33,12 @@ PRECISION_OF: dict[str, str] = {v: k for k, v in PRECISIONS.items()}
 # The element types an index output may have (MaxPool's argmax indices, ShapeOf).
 INDEX_ELEMENT_TYPES = ("i32", "i64")
 
+# The integer types OpenVINO 2026.4's CPU plugin computes in int32 or float32 and stores saturated where ONNX (and
+# OpenVINO's reference implementation, which folds constants) wraps: arithmetic, reductions, Convert from float on
+# dynamic dims, Clamp's bounds. Each place that models or converts this names the behaviour it concerns.
+OPENVINO_SATURATED_TYPES = ("i8", "u8")
+SATURATED_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8))  # the same, as numpy dtypes
+
 
 def dtype_of(element_type: str) -> np.dtype:
     try:

@@ -13,7 +13,7 @@ from onnx import TensorProto
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes
-from poolir.ir.element_types import dtype_of
+from poolir.ir.element_types import OPENVINO_SATURATED_TYPES, dtype_of
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.runtime.onnx_ops import first_opset
@@ -47,7 +47,7 @@ def _saturates(context: Context, layer: Layer) -> bool:
     """Whether OpenVINO's CPU plugin saturates this i8/u8 layer: it computes in int32 and saturates on run-time
     inputs (runtime/ir_ops/elementwise.py: u8 3 - 5 -> 0, i8 100 * 100 -> 127), where ONNX wraps; a layer it folds
     (every input known when compiling) gets the reference implementation, which wraps as ONNX does."""
-    return (context.input_info(layer, 0).element_type in ("i8", "u8")
+    return (context.input_info(layer, 0).element_type in OPENVINO_SATURATED_TYPES
             and any(context.constant(layer, i) is None for i in range(len(layer.inputs))))
 
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from poolir.converter.element_types import ir_element_type
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
-from poolir.ir.element_types import dtype_of
+from poolir.ir.element_types import OPENVINO_SATURATED_TYPES, dtype_of
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError
 
 _BINARY = {"Add": "Add", "Sub": "Subtract", "Mul": "Multiply", "Div": "Divide", "Pow": "Power",
@@ -52,7 +52,6 @@ def _is_integer(element_type: str) -> bool:
     return bool(np.issubdtype(dtype_of(element_type), np.integer))
 
 
-_SATURATING = frozenset(("i8", "u8"))  # OpenVINO's CPU plugin saturates these where ONNX wraps (docstring)
 
 
 def _binary_layer(node: OnnxNode, layer_type: str, a: Value, b: Value, name: str | None = None,
@@ -62,7 +61,7 @@ def _binary_layer(node: OnnxNode, layer_type: str, a: Value, b: Value, name: str
                                 f"({a.element_type}, {b.element_type})")
     attrs = {"auto_broadcast": "numpy", **(extra or {})}
     name = name or node.name
-    if a.element_type in _SATURATING and layer_type in ("Add", "Subtract", "Multiply", "Divide"):
+    if a.element_type in OPENVINO_SATURATED_TYPES and layer_type in ("Add", "Subtract", "Multiply", "Divide"):
         wide = [_convert_to(node, x, "i32", f"{name}/{side}_i32") for side, x in (("a", a), ("b", b))]
         result = node.layer(layer_type, wide, attrs, name=f"{name}/i32")[0]
         return _convert_to(node, result, a.element_type, name)  # wraps into i8/u8, as ONNX's arithmetic

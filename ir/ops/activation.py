@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from poolir.ir.attributes import FLOAT, INT, UPPER_STR, Attr, OpVersion
-from poolir.ir.element_types import dtype_of
+from poolir.ir.element_types import OPENVINO_SATURATED_TYPES, dtype_of
 from poolir.ir.errors import InvalidModelError, UsageError
 from poolir.ir.model import Layer, opset_number, shape_str
 from poolir.ir.registry import ShapeRules
@@ -60,7 +60,7 @@ def clamp_integer_bounds(low: float, high: float, element_type: str, dynamic: bo
     1.678 -> 1, i8 with max -1.5 -> -1); on a dim declared dynamic (`dynamic`) they get ceil and floor too (2 and
     -2). An infinite bound is the type's limit."""
     limits = np.iinfo(dtype_of(element_type))
-    small = element_type in ("i8", "u8") and not dynamic
+    small = element_type in OPENVINO_SATURATED_TYPES and not dynamic
     round_low, round_high = (math.trunc, math.trunc) if small else (math.ceil, math.floor)
     if small:
         low, high = float(np.float32(low)), float(np.float32(high))

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from poolir.ir.element_types import dtype_of
+from poolir.ir.element_types import SATURATED_DTYPES, dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
 from poolir.runtime.kernels.elementwise import (cast, divide, modulo, openvino_cpu_integer, openvino_cpu_integer_unary,
@@ -45,7 +45,6 @@ def _in_work_precision(function):
 
 
 _CPU_INTEGER_TYPES = (np.dtype(np.int32), np.dtype(np.int64))
-_CPU_SATURATED_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
 
 
 def _as_cpu_plugin(info: LayerInfo, function):
@@ -59,7 +58,7 @@ def _as_cpu_plugin(info: LayerInfo, function):
     def run(a, b):
         if a.dtype in _CPU_INTEGER_TYPES:
             return openvino_cpu_integer(info.layer.type, a, b, (0 in info.constant_inputs, 1 in info.constant_inputs))
-        if a.dtype in _CPU_SATURATED_TYPES:
+        if a.dtype in SATURATED_DTYPES:
             wide = openvino_cpu_integer(info.layer.type, a.astype(np.int32), b.astype(np.int32))
             if info.layer.type == "Divide" and info.dynamic:
                 # On its dynamic-shape path the plugin rounds an i8/u8 quotient half to even instead (7 / 2 -> 4,
@@ -211,7 +210,7 @@ def openvino_convert(x: np.ndarray, dtype: np.dtype, folded: bool, dynamic: bool
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return openvino_truth(x, folded)
-    if dynamic and not folded and is_float(x.dtype) and dtype in _CPU_SATURATED_TYPES:
+    if dynamic and not folded and is_float(x.dtype) and dtype in SATURATED_DTYPES:
         limits = np.iinfo(dtype)
         wide = np.nan_to_num(np.trunc(x.astype(np.float32)), nan=0.0, posinf=limits.max, neginf=limits.min)
         return np.clip(wide, limits.min, limits.max).astype(dtype)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from poolir.ir.element_types import SATURATED_DTYPES
 from poolir.runtime.ir_ops.pooling import openvino_max_floor, openvino_min_ceiling
 from poolir.runtime.ir_ops.registry import axis_index, builder, int_list
 from poolir.runtime.kernels.reduction import reduce
@@ -13,7 +14,6 @@ _REDUCTIONS = {"ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min", "Re
                "ReduceProd": "prod", "ReduceL1": "l1", "ReduceL2": "l2"}
 
 
-_SATURATED = (np.dtype(np.int8), np.dtype(np.uint8))
 _SUMMING = ("sum", "mean", "l1", "l2")
 
 
@@ -45,7 +45,7 @@ def _reduce(info):
     def run(args):
         x = args[0]
         axes = sorted({axis_index(a, max(x.ndim, 1)) for a in int_list(args[1], "axes")})
-        if x.dtype in _SATURATED and kind in _SUMMING:
+        if x.dtype in SATURATED_DTYPES and kind in _SUMMING:
             return (_saturated_reduce(x, kind, axes, keep_dims),)
         if not axes:
             # OpenVINO: an empty axes list reduces nothing (unlike ONNX, where it reduces every axis), so each
