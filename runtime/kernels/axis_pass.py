@@ -12,8 +12,8 @@ found by clipping (runtime.kernels.window_plan). View the input as (before, leng
   strided passes with three or more taps copy out the input's stride phases and fold over them
   (`_split_phases`); the others reduce at every row and pick the kept rows (as low integer lanes on the
   innermost axis: `lanes_dtype`).
-* Stride-1 passes whose edges have at most two real taps fold the first two taps first, so that the edge
-  outputs are copies of that partial fold (`_pair_first`).
+* Stride-1 passes over an outer axis with short rows, whose edges have at most two real taps, fold the first
+  two taps first, so that the edge outputs are copies of that partial fold (`_pair_first`).
 * The other edge outputs are computed one position at a time from their real taps only.
 
 Outputs without a real tap get the caller's `empty_fill`. For max that is the empty value: a later pass
@@ -38,6 +38,12 @@ from poolir.runtime.kernels.work_arrays import SLOT_DENSE, SLOT_DOUBLING, SLOT_P
 _DENSE_MAX_BYTES = 8 << 20
 # ... and so is an outer axis with stride > 1 whose rows (the axes after it) are at most this long.
 _DENSE_ROW_BYTES = 4 << 10
+# Stride-1 passes fold the first two taps first (_pair_first) only on an outer axis with rows (the axes after it)
+# at most this long: there the edge outputs are many short rows, and copying them beats recomputing them.
+# Elsewhere the plain fold wins, its second call in place (numpy, microseconds, pair / plain, 3x3 sum or max):
+# innermost axis 192x28x28 43 / 37, 64x56x56 49 / 41, 64x112x112 160 / 140; outer axis with rows of 14
+# float32 256x14x14 11.6 / 15.4, 1024x14x14 51 / 55, of 28 33 / 31, of 56 41 / 36, of 224 314 / 219.
+_PAIR_ROW_BYTES = 112
 
 
 def lanes_dtype(step: int, itemsize: int) -> np.dtype | None:
@@ -126,7 +132,8 @@ class AxisPass:
             self.sources = tuple(slice(q_lo * stride + c, (q_hi - 1) * stride + c + 1, stride) for c in offsets)
             self.target = slice(q_lo, q_hi)
             # Everything outside [lo, hi) in each block, including rows before q_lo and after q_hi, is redone.
-            if stride == 1 and window.kernel >= 3 and all(len(real) <= 2 for _, real in plan.edges):
+            if (stride == 1 and window.kernel >= 3 and 1 < after and after * dtype.itemsize <= _PAIR_ROW_BYTES
+                    and all(len(real) <= 2 for _, real in plan.edges)):
                 self._pair_first(offsets, rows, window)
         elif has_interior:
             self.mode = _BLOCKS
