@@ -24,12 +24,13 @@ Strategies (measured numbers in benchmarks/bench_convolution.py's docstring):
 
 * pointwise (every kernel 1, stride 1, no pads): the input already is the [C, H*W] matrix, one matmul
   per group with no copy;
-* depthwise (one input and one output channel per group): shift-and-accumulate, one multiply and one
-  add per tap. The input is first copied once into a zero-padded buffer split by stride phase, so that
-  every tap reads one contiguous range per channel and each call runs over all images and channels at
-  once (clipped per-tap views, without the copy, ran inner loops of one output row: 2-15x slower). A
-  GEMM of K = prod(kernel) per channel would spend its time in the gather (measured no better);
-  depthwise with a channel multiplier (M/groups > 1) goes the im2col way;
+* depthwise (one input and one output channel per group): the input is first copied once into a
+  zero-padded buffer split by stride phase, so that every tap reads one contiguous range per channel
+  (clipped per-tap views, without the copy, ran inner loops of one output row: 2-15x slower); the taps'
+  ranges are copied into columns and each channel's weight row multiplies them in one batched matrix
+  product (the sum order is BLAS's). Small images run channels-last instead, one multiply and one add
+  per tap (_depthwise_channels_last). Depthwise with a channel multiplier (M/groups > 1) goes the
+  im2col way;
 * everything else: an im2col gather into a reused [N, C, prod(kernel), *out] buffer, one copy per tap
   over all channels (clipped per tap, only the padding strips are zeroed; float16/bfloat16 are widened
   by the same copy), then one matmul per group and image, batched by np.matmul: weights [G, M/G, K]
@@ -135,32 +136,43 @@ def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], gr
 
 
 def _depthwise(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], acc: np.dtype) -> tuple[np.ndarray, bool]:
-    """One input and one output channel per group: y[:, c] = sum over taps of w[c, tap] * shifted x[:, c].
+    """One input and one output channel per group: y[:, c] = weights[c] @ the taps' views of x[:, c].
 
-    Computed on the wide grid of a phase buffer (see _PhaseBuffer): every tap is one multiply into a
-    reused product array and one add, each a long contiguous call over all images and channels. The
-    wide grid's extra columns are dropped by the final copy into the fresh result (_finished).
+    Computed on the wide grid of a phase buffer (see _PhaseBuffer), where every tap is one contiguous range
+    per channel: the taps are copied into columns [N, C, taps, wide] (a block of channels at a time, at most
+    _DEPTHWISE_COLUMN_BYTES), and one batched matrix product per block multiplies each channel's weight row
+    into them. Against a multiply and an add per tap over the whole grid (half the memory traffic; measured
+    1 thread, us, MobileNetV3's layers): 16x112x112 k3 350 -> 284, 72x56x56 k3 401 -> 348, 72x56x56 k5 s2
+    615 -> 379, 120x28x28 k5 932 -> 462, ConvNeXt's 96x56x56 k7 3280 -> 2286. The wide grid's extra columns
+    are dropped by the final copy into the fresh result (_finished).
     """
     n, c = x.shape[:2]
     phases = _PhaseBuffer(x, windows, acc)
-    weights = w.astype(acc, copy=False).reshape(c, -1, 1)
-    wide = work_array(SLOT_CONV_WIDE, (n, c, phases.wide_size), acc)
-    product = work_array(SLOT_CONV_PRODUCT, wide.shape, acc)
-    for number, (tap, view) in enumerate(phases.tap_views()):
-        if number == 0:
-            np.multiply(view, weights[:, tap], out=wide)
-        else:
-            np.multiply(view, weights[:, tap], out=product)
-            np.add(wide, product, out=wide)
-    return phases.cropped(wide), False
+    taps = math.prod(window.kernel for window in windows)
+    weights = w.astype(acc, copy=False).reshape(c, 1, taps)
+    wide = work_array(SLOT_CONV_WIDE, (n, c, 1, phases.wide_size), acc)
+    views = [view for _, view in phases.tap_views()]
+    block = max(1, _DEPTHWISE_COLUMN_BYTES // (n * taps * phases.wide_size * acc.itemsize))
+    for lo in range(0, c, block):
+        hi = min(c, lo + block)
+        columns = work_array(SLOT_CONV_COLUMNS, (n, hi - lo, taps, phases.wide_size), acc)
+        for tap, view in enumerate(views):
+            np.copyto(columns[:, :, tap], view[:, lo:hi])
+        np.matmul(weights[lo:hi], columns, out=wide[:, lo:hi])
+    return phases.cropped(wide.reshape(n, c, phases.wide_size)), False
+
+
+# The columns of one block of channels (measured, 16x112x112 k3 to 120x28x28 k5: blocks of 256 KiB 1.2-3x slower
+# than 4 MiB, 1 MiB up to 1.25x slower, one block for all channels no faster, and 96x56x56 k7 needs 62 MiB).
+_DEPTHWISE_COLUMN_BYTES = 4 << 20
 
 
 # Depthwise convolutions with at most this many output positions per channel run channels-last. Measured
-# on MobileNetV3's layers (1 thread, ms, channels-first -> channels-last): 960x7x7 k5 1.18 -> 0.44,
-# 672x14x14 k5 s2 0.86 -> 0.42, 120x28x28 k5 1.89 -> 0.83, 240x28x28 k3 s2 0.42 -> 0.28, 72x56x56 k5 s2
-# 0.93 -> 0.80; but 72x56x56 k3 0.53 -> 0.94, 64x112x112 k3 s2 0.84 -> 1.59, 16x112x112 k3 0.45 -> 1.00
-# (channels-first inner loops are long enough there, and channels-last pays the transposing copies).
-_CHANNELS_LAST_MAX_IMAGE = 32 * 32
+# against _depthwise's column products (1 thread, us, channels-last / columns): 960x7x7 k5 255 / 495, 672x14x14
+# k5 s2 241 / 383, 384x14x14 k7 731 / 1010, 672x14x14 k3 294 / 315, 240x28x28 k3 s2 182 / 215; but 256x16x16
+# k3 187 / 153, 100x20x20 k3 127 / 107, 120x28x28 k5 467 / 451, 16x112x112 k3 541 / 284 (the columns' runs
+# are long enough there, and channels-last pays the transposing copies).
+_CHANNELS_LAST_MAX_IMAGE = 14 * 14
 _TILED_WEIGHTS_MAX_BYTES = 4 << 20
 
 
@@ -169,7 +181,7 @@ def _depthwise_channels_last(x: np.ndarray, w: np.ndarray, windows: Sequence[Axi
     """Depthwise on small images with the channels innermost: each tap is one multiply of an [N, *out, C]
     view by the tap's weight row and one add. Channels-first multiplies each image row by its channel's own
     scalar, which numpy runs 1.5-3x slower than a contiguous multiply, in inner loops one image row long
-    (7 elements at 7x7). Same products, added in the same tap order as _depthwise: the same bits.
+    (7 elements at 7x7). The products are added in tap order.
 
     The last image axis is split by stride phase (phase r holds padded positions r, r + s, ...), so that a
     tap reads one contiguous run of out[-1] * C values; the weight row is repeated along it (120x28x28 k5:

@@ -211,16 +211,19 @@ def test_conv_matches_the_oracle(case: Case):
 DEPTHWISE_CASES = [c for c in CASES if c.channels_per_group == 1 and c.filters_per_group == 1 and c.groups > 1]
 
 
-@pytest.mark.parametrize("largest_channels_last_image, largest_tiled_weights",
-                         [(0, 0), (10**9, 10**9), (10**9, 0)],
-                         ids=["channels-first", "channels-last", "channels-last-unmerged"])
+@pytest.mark.parametrize("largest_channels_last_image, largest_tiled_weights, column_bytes",
+                         [(0, 0, 4 << 20), (0, 0, 1), (10**9, 10**9, 4 << 20), (10**9, 0, 4 << 20)],
+                         ids=["channels-first", "channels-first-one-channel-blocks", "channels-last",
+                              "channels-last-unmerged"])
 @pytest.mark.parametrize("case", DEPTHWISE_CASES, ids=str)
 def test_every_depthwise_layout_matches_the_oracle(case: Case, largest_channels_last_image, largest_tiled_weights,
-                                                   monkeypatch):
-    # The output size picks the layout (convolution._CHANNELS_LAST_MAX_IMAGE), and the size of the repeated
-    # weights whether channels-last merges the last axis with the channels: every grid case runs all three.
+                                                   column_bytes, monkeypatch):
+    # The output size picks the layout (convolution._CHANNELS_LAST_MAX_IMAGE), the size of the repeated weights
+    # whether channels-last merges the last axis with the channels, and the column budget how many channels
+    # channels-first multiplies per matrix product: every grid case runs all four.
     monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", largest_channels_last_image)
     monkeypatch.setattr(convolution, "_TILED_WEIGHTS_MAX_BYTES", largest_tiled_weights)
+    monkeypatch.setattr(convolution, "_DEPTHWISE_COLUMN_BYTES", column_bytes)
     test_conv_matches_the_oracle(case)
 
 
