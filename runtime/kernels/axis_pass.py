@@ -58,7 +58,7 @@ def lanes_dtype(step: int, itemsize: int) -> np.dtype | None:
     return np.dtype(f"<u{size}")
 
 
-def _as_rows(array: np.ndarray) -> np.ndarray:
+def as_rows(array: np.ndarray) -> np.ndarray:
     """array with its last (contiguous) axis as one opaque element: numpy copies strided rows of 448 bytes
     this way in 43 us against 54 us element by element (W1's row pick, 3519 rows of 112 float32)."""
     size = array.shape[-1] * array.itemsize
@@ -196,7 +196,7 @@ class AxisPass:
             step = len(x2) // count
             for number, r in enumerate(used):
                 if wide is None:
-                    np.copyto(_as_rows(phases[number]), _as_rows(x2[r::step]))
+                    np.copyto(as_rows(phases[number]), as_rows(x2[r::step]))
                     continue
                 flat, target = x.reshape(-1), phases[number].reshape(-1)
                 lanes = count if r == 0 else count - 1      # phase r > 0: its last row lies past a whole lane
@@ -207,19 +207,19 @@ class AxisPass:
         elif mode == _DENSE_LANES:
             shift, wide, picks = self.lanes
             step = wide.itemsize // x.itemsize
-            flat = _dense_reduce(ufunc, x.reshape(-1, 1)[shift:], self.kernel, self.dilation, spare=step).reshape(-1)
+            flat = dense_reduce(ufunc, x.reshape(-1, 1)[shift:], self.kernel, self.dilation, spare=step).reshape(-1)
             lanes = flat[: flat.size // step * step].view(wide)[picks]
             narrow_copy(out.reshape(-1)[self.target], lanes)
         elif mode == _DENSE_ALIGNED:
-            dense = _dense_reduce(ufunc, x.reshape(self.shape2), self.kernel, self.dilation)
-            np.copyto(_as_rows(out.reshape(self.out2)[self.target]), _as_rows(dense[self.sources]))
+            dense = dense_reduce(ufunc, x.reshape(self.shape2), self.kernel, self.dilation)
+            np.copyto(as_rows(out.reshape(self.out2)[self.target]), as_rows(dense[self.sources]))
         elif mode == _DENSE_PICKS:
-            dense = _dense_reduce(ufunc, x.reshape(self.shape2), self.kernel, self.dilation)
+            dense = dense_reduce(ufunc, x.reshape(self.shape2), self.kernel, self.dilation)
             first, shape, steps = self.picks
             item = dense.itemsize
             picks = np.lib.stride_tricks.as_strided(dense[first:], shape=shape,
                                                     strides=tuple(step * item for step in steps), writeable=False)
-            np.copyto(_as_rows(out.reshape(self.out3)[self.target]), _as_rows(picks))
+            np.copyto(as_rows(out.reshape(self.out3)[self.target]), as_rows(picks))
         elif mode == _LONG:
             x2 = x.reshape(self.shape2)
             _fold(ufunc, [x2[s] for s in self.sources], out.reshape(self.out2)[self.target])
@@ -273,9 +273,10 @@ def _use_dense(window: AxisWindow, after: int, itemsize: int, nbytes: int, ufunc
     return after * itemsize <= _DENSE_ROW_BYTES and (window.kernel <= 3 or ufunc is np.maximum)
 
 
-def _dense_reduce(ufunc: np.ufunc, x2: np.ndarray, kernel: int, dilation: int, spare: int = 0) -> np.ndarray:
+def dense_reduce(ufunc: np.ufunc, x2: np.ndarray, kernel: int, dilation: int, spare: int = 0,
+                 slot: int = SLOT_DENSE) -> np.ndarray:
     """D[r] = ufunc over x2[r + j * dilation] for j < kernel, for every row r whose taps are all in x2;
-    the array returned has `spare` more rows after those, left uninitialised.
+    the array returned (this thread's work array `slot`) has `spare` more rows after those, left uninitialised.
 
     Short kernels take one call per tap. Longer ones double: block_w[r] reduces w consecutive taps, and
     block_2w[r] = ufunc(block_w[r], block_w[r + w * dilation]). Max then covers the kernel with two
@@ -283,7 +284,7 @@ def _dense_reduce(ufunc: np.ufunc, x2: np.ndarray, kernel: int, dilation: int, s
     """
     rows = x2.shape[0]
     size = rows - (kernel - 1) * dilation
-    full = work_array(SLOT_DENSE, (size + spare,) + x2.shape[1:], x2.dtype)
+    full = work_array(slot, (size + spare,) + x2.shape[1:], x2.dtype)
     dense = full[:size]
     if kernel <= 3:
         _fold(ufunc, [x2[j * dilation: j * dilation + size] for j in range(kernel)], dense)
@@ -328,4 +329,4 @@ def _fold(ufunc: np.ufunc, views: Sequence[np.ndarray], out: np.ndarray) -> None
         ufunc(out, view, out=out)
 
 
-__all__ = ["AxisPass", "lanes_dtype", "narrow_copy"]
+__all__ = ["AxisPass", "as_rows", "dense_reduce", "lanes_dtype", "narrow_copy"]

@@ -7,6 +7,10 @@
   with stride 1 (window_plan.on_tap_grid).
 * Leading rows are processed in cache-sized blocks, and intermediates live in per-thread work arrays
   (runtime.kernels.work_arrays).
+* When every window lies inside the input with stride 1 on every axis (no padding: W6's AveragePool 7x7),
+  each pass reduces the whole flat input densely, windows that run into the next row or channel included,
+  and one copy at the end picks the real outputs (`_flat_passes`): per-pass picks copied every
+  intermediate once more (W6: 266 -> 225 us). The kept outputs get the same operations in the same order.
 * Everything above is worked out once per (input shape, dtype, windows, ufunc) (_Reduction, cached), so
   a call only applies slices: the Python work of planning was 10-15 us per pass, a third of
   onnxruntime's whole time on W7.
@@ -24,9 +28,10 @@ from typing import Sequence
 import numpy as np
 
 from poolir.ir.geometry import AxisWindow
-from poolir.runtime.kernels.axis_pass import AxisPass, lanes_dtype, narrow_copy
+from poolir.runtime.kernels.axis_pass import AxisPass, as_rows, dense_reduce, lanes_dtype, narrow_copy
 from poolir.runtime.kernels.window_plan import axis_plan, on_tap_grid
-from poolir.runtime.kernels.work_arrays import SLOT_PASS, SLOT_RESULT, SLOT_TAP_GRID, work_array
+from poolir.runtime.kernels.work_arrays import (SLOT_DENSE, SLOT_FLAT_PASS, SLOT_PASS, SLOT_RESULT, SLOT_TAP_GRID,
+                                                work_array)
 
 # Leading rows (N * C) are pooled in blocks of about this many input bytes, so that the intermediates of
 # all passes stay in cache: the input is read from memory once instead of once per pass. Measured for
@@ -82,9 +87,14 @@ class _Reduction:
         passes = [(k, window) for k, window in enumerate(windows) if not axis_plan(window).is_identity]
         self.identity = not passes
         self.blocks: list[tuple[slice | None, list[tuple[AxisPass, int | None]]]] = []
+        self.flat = None
         if self.identity or rows == 0:
             return
         chunk = max(1, chunk_bytes // max(1, math.prod(shape) * dtype.itemsize // rows))
+        if len(passes) >= 2 and rows <= chunk and all(_inside_stride_one(window) for _, window in passes):
+            self.flat = _flat_passes(shape, [(first + k, window) for k, window in passes])
+            self.ufunc = ufunc
+            return
         if rows <= chunk:
             self.blocks.append((None, _steps(shape, [(first + k, w) for k, w in passes], ufunc, dtype)))
             return
@@ -106,6 +116,9 @@ class _Reduction:
             result = np.empty(self.result_shape, dtype=self.dtype)
         else:
             result = work_array(SLOT_RESULT, self.result_shape, self.dtype)
+        if self.flat is not None:
+            self._run_flat(x, result)
+            return result
         x_rows, result_rows = None, None
         if self.blocks and self.blocks[0][0] is not None:
             x_rows, result_rows = x.reshape(self.row_shapes[0]), result.reshape(self.row_shapes[1])
@@ -117,6 +130,17 @@ class _Reduction:
                 y = out
         return result
 
+    def _run_flat(self, x: np.ndarray, result: np.ndarray) -> None:
+        passes, strides = self.flat
+        dense = x.reshape(-1, 1)
+        for number, (kernel, step) in enumerate(passes):
+            slot = (SLOT_DENSE, SLOT_FLAT_PASS)[number % 2]
+            dense = dense_reduce(self.ufunc, dense, kernel, step, slot=slot)[: len(dense) - (kernel - 1) * step]
+        item = dense.itemsize
+        picks = np.lib.stride_tricks.as_strided(dense, shape=result.shape, strides=tuple(n * item for n in strides),
+                                                writeable=False)
+        np.copyto(as_rows(result), as_rows(picks))
+
     def _subsample(self, x: np.ndarray) -> np.ndarray:
         shape, picks, wide = self.grid
         sub = work_array(SLOT_TAP_GRID, shape, self.dtype)
@@ -125,6 +149,20 @@ class _Reduction:
         else:
             narrow_copy(sub, x.view(wide)[picks])
         return sub
+
+
+def _inside_stride_one(window: AxisWindow) -> bool:
+    """Every output's window lies inside the input, and consecutive outputs start at consecutive inputs."""
+    plan = axis_plan(window)
+    return window.stride == 1 and window.pad_begin == 0 and plan.interior == (0, window.output) and not plan.edges
+
+
+def _flat_passes(shape: tuple[int, ...], passes):
+    """((kernel, tap step in flat elements) per pass, the element strides of the real outputs in the last pass's
+    flat result). Output o of every axis starts at input o, so the real outputs sit at x's own flat positions."""
+    steps = tuple((window.kernel, window.dilation * math.prod(shape[axis + 1:])) for axis, window in passes)
+    strides = tuple(math.prod(shape[axis + 1:]) for axis in range(len(shape)))
+    return steps, strides
 
 
 def _picked_shape(shape: tuple[int, ...], picks) -> tuple[int, ...]:

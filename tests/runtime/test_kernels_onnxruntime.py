@@ -20,6 +20,7 @@ from onnx import TensorProto, helper
 
 from poolir.ir.geometry import pool_windows
 from poolir.runtime.kernels import IndexLayout, avg_pool, global_pool, lp_pool, max_pool, separable
+from poolir.runtime.kernels.window_plan import axis_plan
 from tests.peers import onnxruntime_run
 
 ONNX_TYPES = {np.float16: TensorProto.FLOAT16, np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
@@ -169,6 +170,25 @@ TAP_GRID_CASES = (_random_cases("MaxPool", 30, 7, [np.float32, np.float64, np.fl
                   + _random_cases("AveragePool", 20, 8, [np.float32, np.float16], tap_grid=True)
                   + _random_cases("LpPool", 10, 9, [np.float32], tap_grid=True))
 
+# Stride 1 and every window inside the input on two or three axes: each pass reduces the whole flat input and one
+# copy picks the outputs (separable._flat_passes); dilated and long (doubling) kernels included.
+FLAT_CASES = [Case(op, dtype, spatial, kernel, (1,) * len(spatial), dilations, (0,) * len(spatial),
+                   (0,) * len(spatial), p=3)
+              for op, dtypes in (("MaxPool", (np.float32, np.int8, np.float16)), ("AveragePool", (np.float32, np.float64)),
+                                 ("LpPool", (np.float32,)))
+              for dtype in dtypes
+              for spatial, kernel, dilations in (((9, 11), (7, 7), (1, 1)), ((8, 9), (2, 3), (2, 1)),
+                                                 ((6, 7, 8), (2, 3, 5), (1, 2, 1)), ((12, 5), (5, 1), (2, 1)))]
+
+
+def test_flat_cases_take_the_flat_path():
+    for case in FLAT_CASES:
+        windows = tuple(case.windows())
+        passes = sum(not axis_plan(w).is_identity for w in windows)
+        reduction = separable._reduction((2, 3, *case.spatial), np.dtype(case.dtype), windows, np.maximum,
+                                         separable.CHUNK_BYTES)
+        assert (reduction.flat is not None) == (passes >= 2), case
+
 
 def _input(case: Case) -> np.ndarray:
     rng = np.random.default_rng(zlib.crc32(str(case).encode()))
@@ -192,7 +212,7 @@ def _tolerance(dtype) -> dict:
     return dict(rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("case", MAX_CASES + [c for c in LONG_CASES + TAP_GRID_CASES + PHASE_CASES if c.op == "MaxPool"],
+@pytest.mark.parametrize("case", MAX_CASES + [c for c in LONG_CASES + TAP_GRID_CASES + PHASE_CASES + FLAT_CASES if c.op == "MaxPool"],
                          ids=str)
 def test_max_pool_matches_onnxruntime(case):
     x = _input(case)
@@ -207,7 +227,7 @@ def test_max_pool_matches_onnxruntime(case):
     np.testing.assert_array_equal(y, expected["y"])
 
 
-@pytest.mark.parametrize("case", AVG_CASES + [c for c in LONG_CASES + TAP_GRID_CASES + PHASE_CASES if c.op == "AveragePool"],
+@pytest.mark.parametrize("case", AVG_CASES + [c for c in LONG_CASES + TAP_GRID_CASES + PHASE_CASES + FLAT_CASES if c.op == "AveragePool"],
                          ids=str)
 def test_avg_pool_matches_onnxruntime(case):
     x = _input(case)
@@ -218,7 +238,7 @@ def test_avg_pool_matches_onnxruntime(case):
     np.testing.assert_allclose(y.astype(np.float64), expected.astype(np.float64), **tolerance)
 
 
-@pytest.mark.parametrize("case", LP_CASES + [c for c in LONG_CASES + TAP_GRID_CASES + PHASE_CASES if c.op == "LpPool"],
+@pytest.mark.parametrize("case", LP_CASES + [c for c in LONG_CASES + TAP_GRID_CASES + PHASE_CASES + FLAT_CASES if c.op == "LpPool"],
                          ids=str)
 def test_lp_pool_matches_onnxruntime(case):
     x = _input(case)
