@@ -10,7 +10,7 @@
 * When every window lies inside the input with stride 1 on every axis (no padding: W6's AveragePool 7x7),
   each pass reduces the whole flat input densely, windows that run into the next row or channel included,
   and one copy at the end picks the real outputs (`_flat_passes`): per-pass picks copied every
-  intermediate once more (W6: 266 -> 225 us). The kept outputs get the same operations in the same order.
+  intermediate once more (W6: 264 -> 241 us). The kept outputs get the same operations in the same order.
 * Everything above is worked out once per (input shape, dtype, windows, ufunc) (_Reduction, cached), so
   a call only applies slices: the Python work of planning was 10-15 us per pass, a third of
   onnxruntime's whole time on W7.
