@@ -117,6 +117,10 @@ class GraphBuilder:
         port.names = (name,)
         self._tensor_names.add(name)
 
+    def tensor_names(self, ref: OutputRef) -> tuple[str, ...]:
+        """The tensor names an output port carries so far."""
+        return self._port(ref).names
+
     def constant_value(self, ref: OutputRef) -> np.ndarray | None:
         """The data of a Const layer's output (any size, unlike `info(ref).value`), or None for another layer."""
         layer = self._layer(ref.layer_id)

@@ -107,6 +107,18 @@ def test_names_kept_and_output_that_is_an_input(tmp_path):
     check(model, tmp_path)
 
 
+@pytest.mark.parametrize("outputs", ["cba", "bca", "ca", "acb", "ac"])
+def test_identity_chain_outputs_listed_before_their_source(outputs, tmp_path):
+    """a = Relu(x), b = Identity(a), c = Identity(b), all graph outputs: one IR port carries 'a', so the
+    others are copies. With 'c' listed before 'a', the Result of 'c' took the port and the copy for 'a' gave
+    a second port the name 'a': "the tensor name 'a' is also the name of an output of layer 'Relu_0'"
+    (found by the graph fuzzer, tests/runtime/graph_fuzz.py)."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Identity", ["a"], ["b"]),
+             helper.make_node("Identity", ["b"], ["c"])]
+    model = make_model(nodes, [("x", T.FLOAT, (2, 3))], [(name, T.FLOAT) for name in outputs], opset=14)
+    check(model, tmp_path)
+
+
 def test_string_constant_refused_naming_the_node():
     node = helper.make_node("Constant", [], ["y"], name="words", value_strings=["a", "b"])
     with pytest.raises(PoolirError, match="words.*no IR equivalent"):
