@@ -16,6 +16,7 @@ from poolir import ir
 from poolir import runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.builder import GraphBuilder
+from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, UsageError
 from tests.converter.test_onnx_to_ir_oracle import (KNOWN_ONNXRUNTIME_BUGS, PoolCase, assert_outputs_match,
                                                     pool_case_grid)
@@ -142,6 +143,26 @@ def test_reduce_over_spatial_axes_becomes_the_global_pool(op, tmp_path):
     back = checked(ir_to_onnx(ir.read_model(openvino_convert_to_xml(case.model(), tmp_path / "g.xml"))))
     assert fnames(back) == [op]
     assert back.graph.input[0].type.tensor_type.shape.dim[0].dim_param  # the batch stays symbolic
+
+
+@pytest.mark.parametrize("layer_type", ["ReduceMax", "ReduceMean"])
+@pytest.mark.parametrize("element_type", ["i32", "i64"])
+def test_integer_reduce_over_spatial_axes_stays_a_reduction(layer_type, element_type, tmp_path):
+    """An integer Reduce* over every spatial axis was written as a Global pool, which ONNX defines for floats
+    only: onnxruntime refused the model ("Type 'tensor(int32)' of input parameter ... of operator
+    (GlobalMaxPool) ... is invalid"; found by the graph fuzzer). It stays the Reduce*."""
+    builder = GraphBuilder("hand")
+    x = builder.parameter("x", element_type, [2, 3, 2, 2])
+    (y,) = builder.add(layer_type, "opset1", [x, builder.const(np.array([2, 3], np.int64))],
+                       attrs={"keep_dims": True}, name="reduce")
+    builder.result(y, name="y")
+    model = builder.build()
+    back = checked(ir_to_onnx(model))
+    assert fnames(back) == [layer_type]
+    feeds = {"x": (np.arange(24).reshape(2, 3, 2, 2) * 7 % 11 - 5).astype(dtype_of(element_type))}
+    path = tmp_path / "r.xml"
+    ir.write_model(model, path)
+    np.testing.assert_array_equal(onnxruntime_run(back, feeds)["y"], openvino_run_xml(path, feeds, ["y"])["y"])
 
 
 # --- IR written by hand: OpenVINO's meaning, rewritten or refused ----------------------------------------------
