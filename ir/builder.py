@@ -65,6 +65,7 @@ class GraphBuilder:
         self._infos: dict[OutputRef, TensorInfo] = {}
         self._names: set[str] = set()
         self._tensor_names: set[str] = set()  # names given by name_tensor
+        self._shape_sources: dict[OutputRef, OutputRef] = {}  # a ShapeOf's output -> the tensor it measures
 
     # -- layers ---------------------------------------------------------------------------------
 
@@ -116,6 +117,14 @@ class GraphBuilder:
             return
         port.names = (name,)
         self._tensor_names.add(name)
+
+    def shape_source(self, ref: OutputRef) -> OutputRef | None:
+        """The tensor whose dims `ref` holds, when `ref` is the output of a ShapeOf layer; else None."""
+        return self._shape_sources.get(ref)
+
+    def tensor_names(self, ref: OutputRef) -> tuple[str, ...]:
+        """The tensor names an output port carries so far."""
+        return self._port(ref).names
 
     def constant_value(self, ref: OutputRef) -> np.ndarray | None:
         """The data of a Const layer's output (any size, unlike `info(ref).value`), or None for another layer."""
@@ -170,6 +179,8 @@ class GraphBuilder:
             self._edges.append(Edge(ref.layer_id, ref.port_id, layer_id, port.id))
         refs = [OutputRef(layer_id, port.id) for port in layer.outputs]
         self._infos.update(zip(refs, infos))
+        if layer_type == "ShapeOf":
+            self._shape_sources[refs[0]] = inputs[0]
         return refs
 
     def _unique_name(self, name: str, exact: bool) -> str:

@@ -155,14 +155,17 @@ def pad(context: Context, layer: Layer) -> None:
     they part where a reflection reaches a cropped element, so a crop is a Slice after the Pad of the positive
     amounts. symmetric, which ONNX lacks, is a Gather per padded axis of the positions np.pad copies."""
     mode = layer.attrs["pad_mode"]
-    begin = context.constant_ints(layer, 1, "pads_begin")
-    end = context.constant_ints(layer, 2, "pads_end")
     value = None
     if mode == "constant":
         value = context.constant(layer, 3) if len(layer.inputs) > 3 else \
             np.zeros((), dtype_of(context.input_info(layer, 0).element_type))
         if value is None:
             raise ConversionError("the pad value is not constant")
+    if context.constant(layer, 1) is None or context.constant(layer, 2) is None:
+        _computed_pad(context, layer, mode, value)
+        return
+    begin = context.constant_ints(layer, 1, "pads_begin")
+    end = context.constant_ints(layer, 2, "pads_end")
     output = context.name_output(layer, 0)
     crops = min(begin + end) < 0
     grown = [max(0, p) for p in begin + end]
@@ -182,6 +185,38 @@ def pad(context: Context, layer: Layer) -> None:
         context.node_into("Slice", [padded, context.int64s(starts, f"{base}/starts"),
                                     context.int64s(stops, f"{base}/ends"), context.int64s(axes, f"{base}/axes")],
                           [output], layer.name)
+
+
+def _computed_pad(context: Context, layer: Layer, mode: str, value: np.ndarray | None) -> None:
+    """Pads known only at run time (poolir's ONNX -> IR writes them for an ONNX Pad with computed pads), in
+    OpenVINO's order: an ONNX Pad by the positive amounts, Where(pads < 0, 0, pads), then a Slice of every axis
+    from Where(begin < 0, -begin, 0) to Where(end < 0, end, INT64_MAX) for the negative ones."""
+    if mode == "symmetric":
+        raise ConversionError("a symmetric Pad by pads computed at run time has no ONNX form (ONNX Pad has no "
+                              "symmetric mode, and its Gather rewrite needs the pads)")
+    since = first_opset_where("Pad", lambda row: not {"pads", "paddings"} & set(row.attributes))
+    context.check_opset(since, f"Pad by pads computed at run time needs ONNX Pad's pads input, from opset {since}")
+    _check_slice_inputs(context, "Pad by pads computed at run time (a crop where they are negative)")
+    base, rank = layer.name, len(context.input_info(layer, 0).shape)
+    begin, end = (_as_int64(context, context.input(layer, i), context.input_info(layer, i), f"{base}/{what}")
+                  for i, what in ((1, "begin"), (2, "end")))
+    zero, limit = context.int64s(0, f"{base}/zero"), context.int64s(_INT64_MAX, f"{base}/to_the_end")
+
+    def where_negative(tensor: str, then: str, otherwise: str, what: str) -> str:
+        (negative,) = context.node("Less", [tensor, zero], f"{base}/{what}_negative")
+        return context.node("Where", [negative, then, otherwise], f"{base}/{what}")[0]
+
+    (pads,) = context.node("Concat", [begin, end], f"{base}/pads", axis=0)
+    grown = where_negative(pads, zero, pads, "grown")
+    inputs = [context.input(layer, 0), grown]
+    if value is not None:
+        inputs.append(context.initializer(np.asarray(value).reshape(()), f"{base}/value"))
+    (padded,) = context.node("Pad", inputs, f"{base}/padded", mode=mode)
+    (cut,) = context.node("Neg", [begin], f"{base}/cut")
+    starts = where_negative(begin, cut, zero, "starts")
+    ends = where_negative(end, end, limit, "ends")
+    context.node_into("Slice", [padded, starts, ends, context.int64s(list(range(rank)), f"{base}/axes")],
+                      [context.name_output(layer, 0)], base)
 
 
 def _symmetric_pad(context: Context, layer: Layer, source: str, pads: list[int], output: str | None) -> str:

@@ -21,7 +21,7 @@ from poolir.converter.ir_to_onnx.adaptive_pool import CONVERTERS as ADAPTIVE_CON
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.movement import pad_node
 from poolir.converter.ir_to_onnx.onnxruntime_gaps import onnxruntime_lacks
-from poolir.converter.ir_to_onnx.opsets import check_writes, first_opset_where
+from poolir.converter.ir_to_onnx.opsets import check_writes, first_opset_accepting, first_opset_where
 from poolir.converter.ir_to_onnx.pool_windows import OnnxWindows, pool_attributes, pool_geometry
 from poolir.converter.ir_to_onnx.reduction import reduction_axes
 from poolir.ir.element_types import dtype_of
@@ -331,6 +331,9 @@ def fold_global_pool(context: Context, layer: Layer) -> bool:
     if reduction_axes(context, layer) != list(range(2, rank)):
         return False
     op_type, attrs = _GLOBAL_POOLS[layer.type]
+    accepting = first_opset_accepting(op_type, dtype_of(context.input_info(layer, 0).element_type))
+    if accepting is None or accepting > context.opset:
+        return False  # an integer ReduceMax: ONNX's Global pools take floats only, Reduce* takes it
     if onnxruntime_lacks(op_type, context.opset, onnx_element_type(context.input_info(layer, 0).element_type)):
         return False  # the Reduce* itself means the same, and onnxruntime runs it (onnxruntime_gaps.py)
     context.node_into(op_type, [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name, **attrs)

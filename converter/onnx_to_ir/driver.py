@@ -99,24 +99,30 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
         if progress is not None:
             progress(done, len(graph.node))
     parameter_refs = {values[i.name].ref for i in graph.input if i.name not in initializers}
-    named_refs: set = set()
     if not graph.output:  # the IR would have no Result, and no runtime runs a graph without one
         raise InvalidModelError("the graph declares no outputs, so there is nothing to convert")
+    resolved = []
     for graph_output in graph.output:
         if graph_output.name not in values:
             raise InvalidModelError(f"graph output '{graph_output.name}' is produced by no node")
         value = values[graph_output.name]
-        if isinstance(value, np.ndarray):
-            value = constants.value(value)
+        resolved.append((graph_output.name, constants.value(value) if isinstance(value, np.ndarray) else value))
+    # One IR port, one tensor: of the outputs that are one tensor under several names (Identity), the port keeps
+    # the output named after the tensor it already carries, else the first; the others get copies.
+    keeper: dict = {}
+    for name, value in resolved:
+        if name in builder.tensor_names(value.ref):
+            keeper[value.ref] = name
+        else:
+            keeper.setdefault(value.ref, name)
+    for name, value in resolved:
         ref = value.ref
-        if ref in parameter_refs or ref in named_refs:
-            # One IR port has one tensor name: an output that is a graph input (through Identity) or a second
-            # name of one tensor gets its own port, from a Convert to the same type (a copy).
+        if ref in parameter_refs or keeper[ref] != name:
+            # An output that is a graph input (through Identity) or a second name of one tensor gets its own
+            # port, from a Convert to the same type (a copy).
             copy = {"destination_type": value.element_type}
-            ref = builder.add("Convert", layer_version("Convert", copy), [ref], attrs=copy,
-                              name=f"{graph_output.name}/copy")[0]
-        named_refs.add(ref)
-        builder.result(ref, name=graph_output.name)
+            ref = builder.add("Convert", layer_version("Convert", copy), [ref], attrs=copy, name=f"{name}/copy")[0]
+        builder.result(ref, name=name)
     return _without_dead_layers(_constants_shared(builder.build(version=ir_version)))
 
 

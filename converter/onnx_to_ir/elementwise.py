@@ -130,11 +130,18 @@ def binary(node: OnnxNode) -> list[Value]:
         if _is_integer(a.element_type):
             raise UnsupportedError(f"Pow of {a.element_type} by a {b.element_type} exponent: IR Power takes one "
                                    "element type, and converting a fractional exponent to an integer changes it")
-        if not _is_integer(b.element_type):
-            raise UnsupportedError(f"Pow of {a.element_type} by a {b.element_type} exponent: converting the "
-                                   "exponent would round it")
-        (converted,) = node.add("ConvertLike", [b.ref, a.ref], name=f"{node.name}/exponent")
-        b = Value(converted, a.element_type, b.shape)
+        exponent = node.builder.constant_value(b.ref)
+        if exponent is not None and not _is_integer(b.element_type):
+            # A constant exponent that the base's type holds exactly (x ** 2.0 in f16) converts without rounding.
+            narrowed = exponent.astype(dtype_of(a.element_type))
+            if np.array_equal(narrowed.astype(exponent.dtype), exponent):
+                b = Value(node.const(narrowed, a.element_type), a.element_type, b.shape)
+        if b.element_type != a.element_type:
+            if not _is_integer(b.element_type):
+                raise UnsupportedError(f"Pow of {a.element_type} by a {b.element_type} exponent: converting the "
+                                       "exponent would round it")
+            (converted,) = node.add("ConvertLike", [b.ref, a.ref], name=f"{node.name}/exponent")
+            b = Value(converted, a.element_type, b.shape)
     return [_binary_layer(node, _BINARY[op_type], a, b, extra=extra)]
 
 

@@ -236,8 +236,29 @@ def gather(node: OnnxNode) -> list[Value]:
     data, indices = node.checked_inputs(2, 2)
     _index_input(indices, "the indices input")
     axis = _axis(attrs.get("axis", 0), len(data.shape))
+    if (dims := _static_dims_picked(node, data, indices)) is not None:
+        return [Value(node.const(dims), "i64", dims.shape)]
     return node.layer("Gather", [data, indices, _i64(node, axis)], {"batch_dims": 0}, name=node.name,
                       newest=True)  # Gather-8: negative indices count from the end, as in ONNX
+
+
+def _static_dims_picked(node: OnnxNode, data: Value, indices: Value) -> np.ndarray | None:
+    """The dims a Gather of Shape(x) picks by constant indices, when every picked dim of x is static though
+    others are not (x.view(x.size(1), -1) on a dynamic batch): a Const, as OpenVINO's own frontend folds it.
+    Besides being smaller, this keeps a shape value OpenVINO would only half know out of the IR: its CPU
+    plugin tiles wrong by repeats that contain such a value (Tile-per-axis chains, rearrange.py)."""
+    source = node.builder.shape_source(data.ref)
+    picked = node.builder.info(indices.ref).value
+    if source is None or picked is None or data.element_type != "i64":
+        return None
+    shape = node.builder.info(source).shape
+    picked = np.asarray(picked, np.int64)
+    if not np.all((-len(shape) <= picked) & (picked < len(shape))):
+        return None  # the layer refuses it, naming the index
+    dims = [shape[int(i)].value for i in picked.ravel()]
+    if None in dims:
+        return None
+    return np.asarray(dims, np.int64).reshape(picked.shape)
 
 
 def shape(node: OnnxNode) -> list[Value]:

@@ -16,6 +16,7 @@ from poolir import ir
 from poolir import runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.builder import GraphBuilder
+from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError, UsageError
 from tests.converter.test_onnx_to_ir_oracle import (KNOWN_ONNXRUNTIME_BUGS, PoolCase, assert_outputs_match,
                                                     pool_case_grid)
@@ -142,6 +143,60 @@ def test_reduce_over_spatial_axes_becomes_the_global_pool(op, tmp_path):
     back = checked(ir_to_onnx(ir.read_model(openvino_convert_to_xml(case.model(), tmp_path / "g.xml"))))
     assert fnames(back) == [op]
     assert back.graph.input[0].type.tensor_type.shape.dim[0].dim_param  # the batch stays symbolic
+
+
+@pytest.mark.parametrize("layer_type", ["ReduceMax", "ReduceMean"])
+@pytest.mark.parametrize("element_type", ["i32", "i64"])
+def test_integer_reduce_over_spatial_axes_stays_a_reduction(layer_type, element_type, tmp_path):
+    """An integer Reduce* over every spatial axis was written as a Global pool, which ONNX defines for floats
+    only: onnxruntime refused the model ("Type 'tensor(int32)' of input parameter ... of operator
+    (GlobalMaxPool) ... is invalid"; found by the graph fuzzer). It stays the Reduce*."""
+    builder = GraphBuilder("hand")
+    x = builder.parameter("x", element_type, [2, 3, 2, 2])
+    (y,) = builder.add(layer_type, "opset1", [x, builder.const(np.array([2, 3], np.int64))],
+                       attrs={"keep_dims": True}, name="reduce")
+    builder.result(y, name="y")
+    model = builder.build()
+    back = checked(ir_to_onnx(model))
+    assert fnames(back) == [layer_type]
+    feeds = {"x": (np.arange(24).reshape(2, 3, 2, 2) * 7 % 11 - 5).astype(dtype_of(element_type))}
+    path = tmp_path / "r.xml"
+    ir.write_model(model, path)
+    np.testing.assert_array_equal(onnxruntime_run(back, feeds)["y"], openvino_run_xml(path, feeds, ["y"])["y"])
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+@pytest.mark.parametrize("begin,end", [([0, 1, 2], [1, 0, 0]), ([0, -1, 1], [1, 2, -2]), ([-1, 0, 0], [0, -1, 1])])
+@pytest.mark.parametrize("index_type", ["i64", "i32"])
+def test_pad_by_computed_pads(mode, begin, end, index_type, tmp_path):
+    """A Pad-12 whose pads are computed at run time (poolir's ONNX -> IR writes one for an ONNX Pad with computed
+    pads) was refused: "the pads_begin are not constant" (found by the graph fuzzer's round trips). It is an ONNX
+    Pad by the positive amounts and a Slice for the negative ones, OpenVINO's order."""
+    builder = GraphBuilder("hand")
+    x = builder.parameter("x", "f32", [2, 3, 4])
+    refs = [builder.parameter(name, index_type, [3]) for name in ("begin", "end")]
+    value = [builder.const(np.array(2.5, np.float32))] if mode == "constant" else []
+    (y,) = builder.add("Pad", "opset12", [x, *refs, *value], attrs={"pad_mode": mode}, name="pad")
+    builder.result(y, name="y")
+    model = builder.build()
+    path = tmp_path / "pad.xml"
+    ir.write_model(model, path)
+    feeds = {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4), "begin": np.array(begin, dtype_of(index_type)),
+             "end": np.array(end, dtype_of(index_type))}
+    expected = openvino_run_xml(path, feeds, ["y"])["y"]
+    back = checked(ir_to_onnx(model))
+    np.testing.assert_array_equal(onnxruntime_run(back, feeds)["y"], expected)
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y"], expected)
+
+
+def test_pad_by_computed_pads_refused_before_opset_11():
+    builder = GraphBuilder("hand")
+    x = builder.parameter("x", "f32", [2, 3])
+    (y,) = builder.add("Pad", "opset12", [x, builder.parameter("b", "i64", [2]), builder.parameter("e", "i64", [2])],
+                       attrs={"pad_mode": "edge"}, name="pad")
+    builder.result(y, name="y")
+    with pytest.raises(ConversionError, match="pads computed at run time needs ONNX Pad's pads input, from opset 11"):
+        ir_to_onnx(builder.build(), opset=10)
 
 
 # --- IR written by hand: OpenVINO's meaning, rewritten or refused ----------------------------------------------

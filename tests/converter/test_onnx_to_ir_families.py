@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper
 from poolir import ir, runtime
 from poolir.converter.ir_to_onnx import ir_to_onnx
 from poolir.converter.onnx_to_ir import onnx_to_ir
-from poolir.ir.errors import ConversionError
+from poolir.ir.errors import ConversionError, PoolirError
 from tests.peers import onnxruntime_run, openvino_run_xml
 
 _NP = {T.FLOAT: np.float32, T.INT32: np.int32, T.INT64: np.int64, T.UINT8: np.uint8, T.INT8: np.int8,
@@ -146,6 +146,25 @@ def test_pow_integer_exponent(tmp_path):
     model = single("Pow", [(T.FLOAT, (2, 3)), (T.INT64, (3,))], opset=15)
     feeds = {"x0": np.array([[1.5, -2, 3], [0.5, 4, -1]], np.float32), "x1": np.array([2, 3, 0], np.int64)}
     check(model, tmp_path, feeds)
+
+
+@pytest.mark.parametrize("base,exponent,values", [(T.FLOAT16, np.float32, [2.0, 0.5]),
+                                                   (T.FLOAT16, np.float64, [3.0, -1.0]),
+                                                   (T.FLOAT, np.float64, [0.5, 2.0])])
+def test_pow_constant_float_exponent_of_another_type(base, exponent, values, tmp_path):
+    """Pow-12+ takes an exponent of its own type: a constant one that the base's type holds exactly (f16 ** f32
+    2.0) converts exactly; it was refused ("converting the exponent would round it"; found by the graph fuzzer)."""
+    weights = numpy_helper.from_array(np.array(values, exponent), "x1")
+    model = single("Pow", [(base, (2, 2)), (T.FLOAT, (2,))], opset=15, initializers=[weights])
+    feeds = {"x0": np.array([[1.5, 2.25], [3.0, 0.75]], _NP[base])}
+    check(model, tmp_path, feeds, rtol=1e-3 if base == T.FLOAT16 else 1e-6)
+
+
+def test_pow_constant_exponent_the_base_type_rounds_is_refused():
+    weights = numpy_helper.from_array(np.array([0.1, 2.0], np.float32), "x1")
+    model = single("Pow", [(T.FLOAT16, (2, 2)), (T.FLOAT, (2,))], opset=15, initializers=[weights])
+    with pytest.raises(PoolirError, match="converting the exponent would round it"):
+        onnx_to_ir(model)
 
 
 @pytest.mark.parametrize("fmod", [0, 1])

@@ -107,6 +107,32 @@ def test_names_kept_and_output_that_is_an_input(tmp_path):
     check(model, tmp_path)
 
 
+@pytest.mark.parametrize("index", [2, -2, 1])
+def test_tile_by_a_static_dim_of_a_dynamic_shape(index, tmp_path):
+    """Tile(x, Concat(Gather(Shape(x), [2]), [1, 1, 2])) with x [2,1,3,?]: the picked dim is static, but the
+    Gather stayed a run-time layer, so the repeats went to the Tile-per-axis chain, and OpenVINO 2026.4's CPU
+    plugin tiled the last axis wrong (x[0,0,0] = [0,1,2] gave [0,1,2,3,4,5], not [0,1,2,0,1,2]). Dims that are
+    static are a Const now, as OpenVINO's own frontend folds them (found by the graph fuzzer)."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "i"], ["g"], axis=0),
+             helper.make_node("Concat", ["g", "rest"], ["r"], axis=0), helper.make_node("Tile", ["x", "r"], ["y"])]
+    constants = [numpy_helper.from_array(np.array([index]), "i"), numpy_helper.from_array(np.array([1, 1, 2]), "rest")]
+    model = make_model(nodes, [("x", T.FLOAT, (2, 1, 3, "d"))], [("y", T.FLOAT)], opset=21, initializers=constants)
+    converted = check(model, tmp_path, {"x": np.arange(18, dtype=np.float32).reshape(2, 1, 3, 3)})
+    assert "ShapeOf" not in [layer.type for layer in converted.layers]
+
+
+@pytest.mark.parametrize("outputs", ["cba", "bca", "ca", "acb", "ac"])
+def test_identity_chain_outputs_listed_before_their_source(outputs, tmp_path):
+    """a = Relu(x), b = Identity(a), c = Identity(b), all graph outputs: one IR port carries 'a', so the
+    others are copies. With 'c' listed before 'a', the Result of 'c' took the port and the copy for 'a' gave
+    a second port the name 'a': "the tensor name 'a' is also the name of an output of layer 'Relu_0'"
+    (found by the graph fuzzer, tests/runtime/graph_fuzz.py)."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Identity", ["a"], ["b"]),
+             helper.make_node("Identity", ["b"], ["c"])]
+    model = make_model(nodes, [("x", T.FLOAT, (2, 3))], [(name, T.FLOAT) for name in outputs], opset=14)
+    check(model, tmp_path)
+
+
 def test_string_constant_refused_naming_the_node():
     node = helper.make_node("Constant", [], ["y"], name="words", value_strings=["a", "b"])
     with pytest.raises(PoolirError, match="words.*no IR equivalent"):
