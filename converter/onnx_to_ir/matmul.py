@@ -83,7 +83,9 @@ def gemm(node: OnnxNode) -> list[Value]:
         if legacy and not flags["broadcast"] and tuple(c.shape) != (rows, cols):
             raise InvalidModelError(f"C of shape {list(c.shape)} must be [M, N] = [{rows}, {cols}] with "
                                     f"broadcast=0 ({node.version.label})")
-        if len(c.shape) > 2 or any(x is None or (x != 1 and x != t) for x, t in
+        # A dim known on one side only (C [2, N] with M dynamic) is a run-time fact: the model is valid where
+        # they match, and Add's numpy broadcast computes the same there.
+        if len(c.shape) > 2 or any(x is not None and t is not None and x != 1 and x != t for x, t in
                                    zip(reversed(c.shape), (cols, rows))):
             raise InvalidModelError(f"C of shape {list(c.shape)} does not broadcast unidirectionally to "
                                     f"[M, N] = [{rows}, {cols}]")

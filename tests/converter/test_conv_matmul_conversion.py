@@ -166,3 +166,29 @@ def test_ir_matmul_with_transposes_to_onnx_at_old_and_new_opsets(opset, flags, t
     want = openvino_run_xml(path, {"x": a})
     got = onnxruntime_run(onx, {"x": a})
     _compare({"y": next(iter(got.values()))}, {"y": next(iter(want.values()))})
+
+
+@pytest.mark.parametrize("c_shape,a_dims", [((2, 4), ("m", 3)), ((2, 1), ("m", 3)), (("c", 4), (2, 3))])
+def test_gemm_c_against_a_dynamic_dim(c_shape, a_dims, tmp_path):
+    """Gemm's C [2, 4] with M dynamic is valid where M is 2 at run time; ONNX -> IR refused it ("C of shape
+    [2, 4] does not broadcast unidirectionally to [M, N] = [None, 4]"; found by the graph fuzzer)."""
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, a_dims)]
+    initializers = [numpy_helper.from_array(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4), "b")]
+    if "c" in c_shape:
+        inputs.append(helper.make_tensor_value_info("c", TensorProto.FLOAT, c_shape))
+    else:
+        initializers.append(numpy_helper.from_array(np.arange(np.prod(c_shape), dtype=np.float32).reshape(c_shape),
+                                                    "c"))
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.0)
+    model = helper.make_model(helper.make_graph([node], "g", inputs, [onnx.ValueInfoProto(name="y")], initializers),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    feeds = {"a": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    if "c" in c_shape:
+        feeds["c"] = np.full((2, 4), 0.25, np.float32)
+    expected = onnxruntime_run(model, feeds)
+    xml = tmp_path / "gemm.xml"
+    ir.write_model(converter.onnx_to_ir(model), xml)
+    _compare(openvino_run_xml(xml, feeds, ["y"]), expected)
+    _compare(runtime.run(ir.read_model(xml), feeds), expected)
+    _compare(runtime.run(model, feeds), expected)
