@@ -149,13 +149,15 @@ def dropout(node: OnnxNode) -> list[Value]:
     _check_training_mode(node, values)
     outputs = [x]
     if len(node.node.output) >= 2 and node.node.output[1]:
-        if any(d is None for d in x.shape):
-            raise UnsupportedError("the mask output of a data tensor with dynamic dims: poolir writes the mask as a "
-                                   "constant and needs a static shape")
         dtype = dropout_mask_dtype(node.version, dtype_of(x.element_type))
-        mask = np.ones(x.shape, dtype)
-        ref = node.const(mask)
-        outputs.append(Value(ref, "boolean" if dtype == np.bool_ else x.element_type, x.shape))
+        element_type = "boolean" if dtype == np.bool_ else x.element_type
+        if all(d is not None for d in x.shape):
+            outputs.append(Value(node.const(np.ones(x.shape, dtype)), element_type, x.shape))
+        else:   # every element kept: a one broadcast to x's shape, known only at run time
+            (shape,) = node.add("ShapeOf", [x.ref], {"output_type": "i64"}, name=f"{node.name}/shape")
+            (mask,) = node.add("Broadcast", [node.const(np.ones((), dtype)), shape], {"mode": "numpy"},
+                               name=f"{node.name}/mask")
+            outputs.append(Value(mask, element_type, x.shape))
     return outputs
 
 

@@ -13,7 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from poolir import converter, ir
+from poolir import converter, ir, runtime
 from poolir.ir.errors import PoolirError
 from tests.peers import onnxruntime_run, openvino_convert_to_xml, openvino_run_xml
 
@@ -221,3 +221,22 @@ def test_batch_norm_epsilon_openvino_refuses_converts_to_the_formula(epsilon, tm
     ir.write_model(converter.onnx_to_ir(model), path)
     got = openvino_run_xml(path, feeds, ["y"])["y"]
     np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [10, 13, 22])
+def test_dropout_mask_of_a_tensor_with_dynamic_dims(opset, tmp_path):
+    """The mask of an inference Dropout is all kept: with dims known only at run time it is a one broadcast to
+    ShapeOf(x) (it was refused, the mask being written as a constant). Run at two shapes by OpenVINO and poolir."""
+    node = helper.make_node("Dropout", ["x"], ["y", "mask"])
+    dynamic = ["n", 5, "h", 3]
+    model = _model([node], [("y", TensorProto.FLOAT), ("mask", TensorProto.BOOL)], opset, shape=dynamic)
+    path = tmp_path / "m.xml"
+    ir.write_model(converter.onnx_to_ir(model), path)
+    for shape in ([2, 5, 4, 3], [1, 5, 7, 3]):
+        feeds = {"x": np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)}
+        want = onnxruntime_run(model, feeds)
+        for got in (openvino_run_xml(path, feeds, ["y", "mask"]), runtime.run(ir.read_model(path), feeds)):
+            np.testing.assert_array_equal(got["y"], feeds["x"])
+            np.testing.assert_array_equal(got["mask"], np.ones(shape, bool))
+            if opset >= 12:  # onnxruntime's mask before opset 12 is all false (test_normalization_onnx.py)
+                np.testing.assert_array_equal(got["mask"], want["mask"])
