@@ -5,6 +5,7 @@ auto_broadcast numpy is ONNX's multidirectional broadcasting; "none" needs equal
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -12,7 +13,7 @@ from onnx import TensorProto
 
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import check_writes
+from poolir.converter.ir_to_onnx.opsets import check_writes, first_opset_accepting
 from poolir.ir.element_types import OPENVINO_SATURATED_TYPES, dtype_of
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
@@ -82,15 +83,18 @@ def _binary(op_type: str) -> Callable[[Context, Layer], None]:
 
 def _select_by(comparison: str, op_type: str) -> Callable[[Context, Layer], None]:
     """Maximum as Where(Greater(a, b), a, b), Minimum with Less, for floats: OpenVINO gives b where either is NaN
-    (runtime/ir_ops/elementwise.py), ONNX Max and Min NaN; comparisons with NaN are false in both worlds."""
+    (runtime/ir_ops/elementwise.py), ONNX Max and Min NaN; comparisons with NaN are false in both worlds. Integers
+    take ONNX Max and Min where the opset's version takes their type (from 12), the same select before."""
     direct = _binary(op_type)
 
     def convert(context: Context, layer: Layer) -> None:
         element_type = context.input_info(layer, 0).element_type
-        if _is_integer(element_type):
+        integer = _is_integer(element_type)
+        if integer and (first_opset_accepting(op_type, dtype_of(element_type)) or math.inf) <= context.opset:
             direct(context, layer)
             return
-        what = f"{layer.type} (b where either is NaN, as OpenVINO computes it)"
+        what = f"{layer.type} of {element_type}" if integer else \
+            f"{layer.type} (b where either is NaN, as OpenVINO computes it)"
         check_writes(context, comparison, element_type, what)
         check_writes(context, "Where", element_type, what)
         a, b = context.input(layer, 0), context.input(layer, 1)

@@ -49,8 +49,12 @@ for _op in ("Less", "Greater"):
     define(_op, [(7, {}, FLOAT_TYPES), (9, {}, NUMERIC_TYPES), (13, {}, NUMERIC_TYPES | {BF16})])
 for _op in ("LessOrEqual", "GreaterOrEqual"):
     define(_op, [(12, {}, NUMERIC_TYPES), (16, {}, NUMERIC_TYPES | {BF16})])
-for _op in ("Max", "Min", "Sum", "Mean"):
-    define(_op, [(6, {})])
+# Max and Min take integers from version 12 (onnxruntime refuses an int64 Max-8 as an invalid graph); Sum and Mean
+# never do.
+for _op in ("Max", "Min"):
+    define(_op, [(6, {}, FLOAT_TYPES), (12, {}, NUMERIC_TYPES), (13, {}, NUMERIC_TYPES | {BF16})])
+for _op in ("Sum", "Mean"):
+    define(_op, [(6, {}, FLOAT_TYPES), (13, {}, FLOAT_TYPES | {BF16})])
 define("Mod", [(10, {"fmod": Attribute(INT, 0)})])
 define("Where", [(9, {})])
 define("Identity", [(1, {})])
@@ -132,6 +136,7 @@ def plan_variadic(ctx: NodeContext) -> Step:
 
     def run(*xs):
         check_one_type(version, xs)
+        check_dtype(version, xs[0].dtype)
         check_broadcast(xs)
         if op_type == "Mean":
             work = accumulation_dtype(xs[0].dtype)

@@ -387,6 +387,20 @@ def test_more_layers_mean_what_openvino_computes(tmp_path):
             "Where", "Sqrt", "Floor"} <= set(fnames(back))
 
 
+@pytest.mark.parametrize("opset, expected_ops", [(11, {"Greater", "Less", "Where"}), (12, {"Max", "Min"})])
+def test_integer_maximum_and_minimum_before_and_from_opset_12(opset, expected_ops, tmp_path):
+    """ONNX Max and Min take integers from version 12 only (onnxruntime refuses an int64 Max-8 as an invalid graph):
+    before, integer Maximum/Minimum are the same select as floats, exact for integers."""
+    b = GraphBuilder("integer_extremes")
+    x = b.parameter("x", "i64", (2, 5))
+    (top,) = b.add("Maximum", "opset1", [x, b.const(np.asarray([0, 3, -2, 7, 1], np.int64))])
+    (low,) = b.add("Minimum", "opset1", [top, b.const(np.asarray(4, np.int64))])
+    b.result(low, name="y")
+    x_value = np.random.default_rng(3).integers(-9, 10, (2, 5)).astype(np.int64)
+    back = _compare_with_openvino(b.build(), x_value, tmp_path, opset=opset)
+    assert expected_ops <= set(fnames(back))
+
+
 @pytest.mark.parametrize("case", GRID[1::4], ids=lambda c: c.id)
 def test_round_trip_with_dynamic_spatial_dims(case: PoolCase):
     """ONNX (symbolic spatial dims) -> IR -> ONNX: exact at the actual lengths, or refused with the reason."""

@@ -12,6 +12,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from poolir import runtime
+from poolir.ir.errors import PoolirError
 from tests.peers import onnxruntime_run
 
 R = np.random.default_rng(7)
@@ -144,3 +145,25 @@ def test_constant_nodes_and_a_converter_style_lp_decomposition():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=10)
     x = R.uniform(-2, 2, (1, 2, 5, 4)).astype(np.float32)
     np.testing.assert_allclose(runtime.run(model, {"x": x})["y"], onnxruntime_run(model, {"x": x})["y"], rtol=1e-5)
+
+
+@pytest.mark.parametrize("op, opset, dtype, runs", [
+    ("Max", 11, np.int64, False), ("Min", 8, np.int32, False), ("Max", 12, np.int64, True), ("Min", 13, np.uint8, True),
+    ("Sum", 13, np.int64, False), ("Mean", 22, np.int32, False), ("Sum", 8, np.float32, True)])
+def test_variadic_ops_take_the_types_of_their_version(op, opset, dtype, runs):
+    """Max and Min take integers from version 12; Sum and Mean never do (onnxruntime refuses the graph as invalid;
+    poolir refuses it naming the node)."""
+    x = np.arange(-3, 3).astype(dtype).reshape(2, 3) if np.dtype(dtype).kind != "u" else np.arange(6, dtype=dtype)
+    node = helper.make_node(op, ["a", "b"], ["y"])
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, elem, x.shape) for n in "ab"],
+                              [helper.make_tensor_value_info("y", elem, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    feeds = {"a": x, "b": x[::-1].copy()}
+    if runs:
+        np.testing.assert_array_equal(runtime.run(model, feeds)["y"], onnxruntime_run(model, feeds)["y"])
+        return
+    with pytest.raises(PoolirError, match=f"{op}"):
+        runtime.run(model, feeds)
+    with pytest.raises(Exception):
+        onnxruntime_run(model, feeds)
