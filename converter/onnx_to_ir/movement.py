@@ -307,6 +307,10 @@ def expand(node: OnnxNode) -> list[Value]:
     node.attributes()
     x, target = node.checked_inputs(2, 2)
     _index_input(target, "the shape input")
+    if tuple(target.shape) == (0,):
+        # Broadcasting to the empty shape [] keeps x as it is; OpenVINO 2026.4's CPU plugin crashes (SIGSEGV) compiling
+        # a Broadcast to an empty target, even one written by its own opset API (found by the graph fuzzer).
+        return [x]
     return node.layer("Broadcast", [x, target], {"mode": "bidirectional"}, name=node.name)
 
 

@@ -121,6 +121,21 @@ def test_tile_by_a_static_dim_of_a_dynamic_shape(index, tmp_path):
     assert "ShapeOf" not in [layer.type for layer in converted.layers]
 
 
+@pytest.mark.parametrize("shape", [(3, 1), ()])
+def test_expand_to_the_empty_shape_keeps_the_input(shape, tmp_path):
+    """Expand(x, []) broadcasts x with a shape of no dims: x unchanged. Written as a Broadcast to an empty
+    target, it crashed OpenVINO 2026.4's CPU plugin (SIGSEGV in compile_model, also for the same IR built with
+    OpenVINO's own opset API); poolir writes no layer for it (found by the graph fuzzer, seed 202439)."""
+    nodes = [helper.make_node("ReduceMin", ["x"], ["m"], keepdims=0), helper.make_node("Expand", ["m", "e"], ["y"]),
+             helper.make_node("Expand", ["x", "e"], ["z"])]
+    empty = numpy_helper.from_array(np.zeros((0,), np.int64), "e")
+    model = make_model(nodes, [("x", T.FLOAT, shape)], [("y", T.FLOAT), ("z", T.FLOAT)], opset=13,
+                       initializers=[empty])
+    feeds = {"x": np.arange(1, 1 + int(np.prod(shape)), dtype=np.float32).reshape(shape)}
+    converted = check(model, tmp_path, feeds)
+    assert "Broadcast" not in [layer.type for layer in converted.layers]
+
+
 @pytest.mark.parametrize("outputs", ["cba", "bca", "ca", "acb", "ac"])
 def test_identity_chain_outputs_listed_before_their_source(outputs, tmp_path):
     """a = Relu(x), b = Identity(a), c = Identity(b), all graph outputs: one IR port carries 'a', so the
