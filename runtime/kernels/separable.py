@@ -92,8 +92,7 @@ class _Reduction:
             return
         chunk = max(1, chunk_bytes // max(1, math.prod(shape) * dtype.itemsize // rows))
         if len(passes) >= 2 and rows <= chunk and all(_inside_stride_one(window) for _, window in passes):
-            self.flat = _flat_passes(shape, [(first + k, window) for k, window in passes])
-            self.ufunc = ufunc
+            self.flat = (ufunc, *_flat_passes(shape, [(first + k, window) for k, window in passes]))
             return
         if rows <= chunk:
             self.blocks.append((None, _steps(shape, [(first + k, w) for k, w in passes], ufunc, dtype)))
@@ -131,11 +130,11 @@ class _Reduction:
         return result
 
     def _run_flat(self, x: np.ndarray, result: np.ndarray) -> None:
-        passes, strides = self.flat
+        ufunc, passes, strides = self.flat
         dense = x.reshape(-1, 1)
         for number, (kernel, step) in enumerate(passes):
             slot = (SLOT_DENSE, SLOT_FLAT_PASS)[number % 2]
-            dense = dense_reduce(self.ufunc, dense, kernel, step, slot=slot)[: len(dense) - (kernel - 1) * step]
+            dense = dense_reduce(ufunc, dense, kernel, step, slot=slot)[: len(dense) - (kernel - 1) * step]
         item = dense.itemsize
         picks = np.lib.stride_tricks.as_strided(dense, shape=result.shape, strides=tuple(n * item for n in strides),
                                                 writeable=False)
@@ -152,9 +151,8 @@ class _Reduction:
 
 
 def _inside_stride_one(window: AxisWindow) -> bool:
-    """Every output's window lies inside the input, and consecutive outputs start at consecutive inputs."""
-    plan = axis_plan(window)
-    return window.stride == 1 and window.pad_begin == 0 and plan.interior == (0, window.output) and not plan.edges
+    """Every output's window lies inside the input (the interior is every output), and output o starts at input o."""
+    return window.stride == 1 and window.pad_begin == 0 and axis_plan(window).interior == (0, window.output)
 
 
 def _flat_passes(shape: tuple[int, ...], passes):
