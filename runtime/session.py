@@ -24,6 +24,7 @@ import onnx
 from poolir import ir
 from poolir.ir.errors import FeedError, UnsupportedError, UsageError
 from poolir.ir.model import shape_str
+from poolir.runtime.heap import keep_freed_memory
 from poolir.runtime.ir_executor import IRProgram
 from poolir.runtime.onnx_executor import OnnxProgram
 from poolir.runtime.onnx_model import load_onnx
@@ -61,6 +62,7 @@ class Session:
     """A model validated and planned once, ready to run many times."""
 
     def __init__(self, model: Any):
+        keep_freed_memory()
         self._program, self.source = load_program(model)
         self.inputs: list[TensorSpec] = list(self._program.inputs)
         self.outputs: list[str] = list(self._program.outputs)
