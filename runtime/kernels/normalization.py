@@ -9,6 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
+from poolir.runtime.kernels.broadcast_rows import rows_unbuffered
 from poolir.runtime.kernels.precision import accumulation_dtype
 
 
@@ -38,9 +39,10 @@ def batch_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndar
 
     factor = view(scale) / np.sqrt(view(var) + work.type(epsilon))
     # In place on one fresh array: ResNet-50's BatchNorms took 48 ms a run with a temporary per operation.
-    y = np.subtract(x, view(mean), dtype=work)
-    np.multiply(y, factor, out=y)
-    np.add(y, view(bias), out=y)
+    with rows_unbuffered((x.shape, factor.shape)):
+        y = np.subtract(x, view(mean), dtype=work)
+        np.multiply(y, factor, out=y)
+        np.add(y, view(bias), out=y)
     return y.astype(x.dtype, copy=False)
 
 

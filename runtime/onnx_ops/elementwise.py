@@ -17,6 +17,7 @@ from functools import partial
 import numpy as np
 
 from poolir.ir.errors import UsageError
+from poolir.runtime.kernels.broadcast_rows import rows_unbuffered
 from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
 from poolir.runtime.kernels.erf import erf
 from poolir.runtime.kernels.movement import check_broadcast
@@ -124,7 +125,8 @@ def plan_binary(ctx: NodeContext) -> Step:
         check_broadcast((a, b))
         if op_type == "Div":
             _refuse_integer_division_by_zero(op_type, b)
-        result = np.asarray(function(a, b))
+        with rows_unbuffered((a.shape, b.shape)):
+            result = np.asarray(function(a, b))
         return (result.astype(a.dtype, copy=False) if keep_type else result,)
     return run
 
@@ -144,8 +146,9 @@ def plan_variadic(ctx: NodeContext) -> Step:
             return (np.asarray(total).astype(xs[0].dtype),)
         function = {"Max": np.maximum, "Min": np.minimum, "Sum": np.add}[op_type]
         result = xs[0]
-        for x in xs[1:]:
-            result = function(result, x)
+        with rows_unbuffered([x.shape for x in xs]):
+            for x in xs[1:]:
+                result = function(result, x)
         return (np.asarray(result).astype(xs[0].dtype, copy=False),)
     return run
 
