@@ -10,11 +10,11 @@ import numpy as np
 from poolir.ir.element_types import SATURATED_DTYPES, dtype_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
-from poolir.runtime.kernels.broadcast_rows import rows_unbuffered
 from poolir.runtime.kernels.elementwise import (cast, divide, modulo, openvino_cpu_integer, openvino_cpu_integer_unary,
                                                power, remainder_by_formula, unary_float)
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
+from poolir.runtime.kernels.ufunc_buffer import fitted
 
 
 def _broadcasting(info: LayerInfo, function: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> LayerFn:
@@ -30,7 +30,7 @@ def _broadcasting(info: LayerInfo, function: Callable[[np.ndarray, np.ndarray], 
             raise InvalidModelError(f"auto_broadcast=none needs equal shapes, got {list(a.shape)} and "
                                     f"{list(b.shape)}")
         check_broadcast((a, b))
-        with rows_unbuffered((a.shape, b.shape)):
+        with fitted(a, b):
             result = np.asarray(function(a, b))
         return (result.astype(a.dtype, copy=False),)
 

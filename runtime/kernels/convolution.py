@@ -48,8 +48,8 @@ import numpy as np
 from poolir.ir.budget import check_allocation
 from poolir.ir.errors import UsageError
 from poolir.ir.geometry import AxisWindow, output_length
-from poolir.runtime.kernels.broadcast_rows import rows_unbuffered
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
+from poolir.runtime.kernels.ufunc_buffer import fitted
 from poolir.runtime.kernels.work_arrays import (SLOT_CONV_COLUMNS, SLOT_CONV_PHASES, SLOT_CONV_PRODUCT, SLOT_CONV_WIDE,
                                                 SLOT_RESULT, widened, work_array)
 
@@ -399,13 +399,13 @@ def _finished(y: np.ndarray, fresh: bool, bias: np.ndarray | None, dtype: np.dty
     shaped_bias = None if bias is None else bias.astype(y.dtype, copy=False).reshape((-1,) + (1,) * (y.ndim - 2))
     if fresh and y.dtype == dtype:
         if shaped_bias is not None:
-            with rows_unbuffered((y.shape, shaped_bias.shape)):
+            with fitted(y, shaped_bias):
                 y += shaped_bias
         return y
     result = np.empty(y.shape, dtype=dtype)
     if shaped_bias is None:
         np.copyto(result, y, casting="unsafe")
     else:
-        with rows_unbuffered((y.shape, shaped_bias.shape)):
+        with fitted(y, shaped_bias):
             np.add(y, shaped_bias, out=result, casting="unsafe")
     return result

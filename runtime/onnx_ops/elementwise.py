@@ -17,11 +17,11 @@ from functools import partial
 import numpy as np
 
 from poolir.ir.errors import UsageError
-from poolir.runtime.kernels.broadcast_rows import rows_unbuffered
 from poolir.runtime.kernels.elementwise import cast, divide, modulo, power, unary_float
 from poolir.runtime.kernels.erf import erf
 from poolir.runtime.kernels.movement import check_broadcast
 from poolir.runtime.kernels.precision import accumulation_dtype
+from poolir.runtime.kernels.ufunc_buffer import fitted
 from poolir.runtime.onnx_ops.element_types import (BF16, BOOL, FLOAT_TYPES, NUMERIC_TYPES, check_dtype,
                                                    check_one_type, onnx_dtype)
 from poolir.runtime.onnx_ops.registry import INT, STRING, Attribute, NodeContext, Step, adapter, define
@@ -125,7 +125,7 @@ def plan_binary(ctx: NodeContext) -> Step:
         check_broadcast((a, b))
         if op_type == "Div":
             _refuse_integer_division_by_zero(op_type, b)
-        with rows_unbuffered((a.shape, b.shape)):
+        with fitted(a, b):
             result = np.asarray(function(a, b))
         return (result.astype(a.dtype, copy=False) if keep_type else result,)
     return run
@@ -146,7 +146,7 @@ def plan_variadic(ctx: NodeContext) -> Step:
             return (np.asarray(total).astype(xs[0].dtype),)
         function = {"Max": np.maximum, "Min": np.minimum, "Sum": np.add}[op_type]
         result = xs[0]
-        with rows_unbuffered([x.shape for x in xs]):
+        with fitted(*xs):
             for x in xs[1:]:
                 result = function(result, x)
         return (np.asarray(result).astype(xs[0].dtype, copy=False),)
