@@ -2,30 +2,30 @@
 
 numpy runs a ufunc through an iterator that merges the output's axes into one long inner loop where every
 operand allows it. A broadcast operand stops that merge: a per-channel [C, 1, 1] operand on a [C, H, W] output
-merges H and W (its stride is 0 on both) but not C, and a [1, L] row on [C, L] merges nothing across rows. The
-inner loop then is one run of H*W (L) elements, and when that run is shorter than numpy's buffer (8192
-elements), numpy 2.x fills its buffer across runs, copying the broadcast operand element by element, which
-about doubles the time. With a buffer no longer than the run, numpy loops over the runs without copying.
-Measured (numpy 2.4, float32, us, default buffer -> 16 elements; any buffer up to the run gives the same):
+merges H and W (its stride is 0 on both) but not C, and a [1, L] row on [C, L] merges nothing across rows.
+Call the merged block a run (H*W, L). numpy 2.x fills its buffer (8192 elements) across runs, copying the
+broadcast operand element by element, which about doubles the time. A buffer of exactly one run (rounded up
+to numpy's multiple of 16) keeps each chunk inside one run: nothing broadcast needs copying. Measured
+(numpy 2.4, float32 x + per-channel or per-row values into a fresh array, us, default buffer -> one run):
 
-    x * per-channel factor into a fresh array  256x3136 127 -> 60 (x * 2: 60), 1024x784 135 -> 77,
-                                               1024x512 86 -> 61, 1024x392 62 -> 52, 1024x256 40 -> 39,
-                                               1024x196 33 -> 35, 2048x49 15 -> 59
-    x + a [1, L] row                           256x3136 111 -> 66, 256x784 28 -> 20
-    BatchNorm (three per-channel operations)   1x256x56x56 318 -> 149, 1x512x28x28 184 -> 103
+    [C, L] + [C, 1]       256x3136 125 -> 61 (x + 2: 60), 512x784 67 -> 39, 1024x392 61 -> 46
+    [C, L] + [1, L]       256x784 28 -> 20, 256x3136 109 -> 66
+    the cropped wide grid of a depthwise convolution plus its bias (rows of 28 in 32, 120x28x28): 32 -> 19
+    BatchNorm, three per-channel operations: 1x256x56x56 318 -> 149, 1x512x28x28 184 -> 103
 
-So the buffer is made small (numpy's smallest, 16) when the merged run is between _LONG_RUN and the buffer's
-size, and left alone otherwise. An operand that is only strided (every other row of an array) is no such
-case: the buffer size did not change its time. Users: BatchNorm, the convolutions' bias, and every
-broadcasting binary operation of both executors. The buffer size only changes how numpy chunks the work,
-never a value.
+A smaller buffer is no good: numpy then chunks every run, and on the cropped grid (inner loops of 28) a
+16-element buffer took 103 us. Runs shorter than _LONG_RUN keep the default buffer (1024x196: 30 default,
+36 with a run's buffer; 2048x49: 16 and 60), and so do runs of at least the buffer's size, which numpy does
+not split. An operand that is only strided (every other row of an array) is no such case: the buffer size did
+not change its time. Users: BatchNorm, the convolutions' bias, and every broadcasting binary operation of
+both executors. The buffer size only changes how numpy chunks the work, never a value.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-_SMALL_BUFFER = 16           # numpy's smallest buffer (a multiple of 16 elements)
+_BUFFER_MULTIPLE = 16        # numpy refuses other buffer sizes
 _LONG_RUN = 384              # the measured crossover: shorter runs are faster with the default buffer
 _SMALLEST_TENSOR = 1 << 16   # below this many elements the two setbufsize calls (about 2 us) do not pay
 
@@ -51,7 +51,7 @@ def merged_run(*shapes: tuple[int, ...]) -> tuple[int, int]:
 
 
 class fitted:  # noqa: N801 (used as a function: `with fitted(a, b): ...`)
-    """Run the block with numpy's smallest ufunc buffer when an elementwise operation on `operands` (arrays;
+    """Run the block with numpy's ufunc buffer one run long when an elementwise operation on `operands` (arrays;
     anything else is a scalar) broadcasts one of them over runs that numpy would copy into its buffer (see the
     module doc); otherwise change nothing. A class, not a generator: it runs around every binary operation."""
 
@@ -64,7 +64,7 @@ class fitted:  # noqa: N801 (used as a function: `with fitted(a, b): ...`)
             return                                  # nothing broadcast (a scalar merges with anything)
         run, total = merged_run(*shapes)
         if _LONG_RUN <= run < np.getbufsize() and run < total and total >= _SMALLEST_TENSOR:
-            self.previous = _SMALL_BUFFER
+            self.previous = -(-run // _BUFFER_MULTIPLE) * _BUFFER_MULTIPLE
 
     def __enter__(self) -> None:
         if self.previous is not None:

@@ -1,4 +1,4 @@
-"""runtime.kernels.ufunc_buffer: which operands get numpy's small ufunc buffer (hand-worked cases)."""
+"""runtime.kernels.ufunc_buffer: which operands get which numpy ufunc buffer (hand-worked cases)."""
 
 from __future__ import annotations
 
@@ -26,17 +26,18 @@ def _bufsize_inside(*operands) -> int:
         return np.getbufsize()
 
 
-def test_the_small_buffer_only_for_runs_between_the_crossover_and_the_buffer():
+def test_a_buffer_of_one_run_only_for_runs_between_the_crossover_and_the_buffer():
     default = np.getbufsize()
     zeros = lambda *shape: np.zeros(shape, np.float32)  # noqa: E731
-    assert _bufsize_inside(zeros(1, 256, 56, 56), zeros(1, 256, 1, 1)) == 16         # run 3136
+    assert _bufsize_inside(zeros(1, 256, 56, 56), zeros(1, 256, 1, 1)) == 3136       # run 3136: a buffer of one run
     assert _bufsize_inside(zeros(64, 784), zeros(1, 784)) == default                  # too small to pay
-    assert _bufsize_inside(zeros(256, 784), zeros(1, 784)) == 16                     # a row, run 784
+    assert _bufsize_inside(zeros(256, 784), zeros(1, 784)) == 784                    # a row, run 784
     assert _bufsize_inside(zeros(512, 784)[::2], zeros(256, 784)) == default         # strided, not broadcast
     assert _bufsize_inside(zeros(1, 1024, 7, 7), zeros(1, 1024, 1, 1)) == default    # run 49: copying is faster
     assert _bufsize_inside(zeros(1, 64, 112, 112), zeros(1, 64, 1, 1)) == default    # run 12544: no buffering
     assert _bufsize_inside(zeros(1, 256, 56, 56), zeros(1, 256, 56, 56)) == default  # everything merges
     assert _bufsize_inside(zeros(1, 256, 56, 56), 2.0) == default                    # a scalar
+    assert _bufsize_inside(zeros(1024, 392), zeros(1024, 1)) == 400                 # rounded up to 16s
     assert np.getbufsize() == default
 
 
