@@ -10,6 +10,9 @@ parameters in its constructor) and then runs it many times. It takes an `ir.Mode
 Feeds are checked here, once for both executors, against the program's declared inputs: the names
 must match exactly (no unknown, no missing input), and each array must have the declared element type
 (no silent casting), rank and static dims. Dynamic dims (None) take their size from the feed.
+
+The first Session of a process asks glibc's malloc to keep freed memory for the next run (runtime/heap.py):
+without it, a large network's intermediates were faulted in again on every run.
 """
 
 from __future__ import annotations
