@@ -55,20 +55,20 @@ class fitted:  # noqa: N801 (used as a function: `with fitted(a, b): ...`)
     anything else is a scalar) broadcasts one of them over runs that numpy would copy into its buffer (see the
     module doc); otherwise change nothing. A class, not a generator: it runs around every binary operation."""
 
-    __slots__ = ("previous",)
+    __slots__ = ("size", "previous")
 
     def __init__(self, *operands):
-        self.previous = None
+        self.size = self.previous = None
         shapes = [operand.shape for operand in operands if isinstance(operand, np.ndarray) and operand.ndim]
         if len(shapes) < 2 or all(shape == shapes[0] for shape in shapes):
             return                                  # nothing broadcast (a scalar merges with anything)
         run, total = merged_run(*shapes)
         if _LONG_RUN <= run < np.getbufsize() and run < total and total >= _SMALLEST_TENSOR:
-            self.previous = -(-run // _BUFFER_MULTIPLE) * _BUFFER_MULTIPLE
+            self.size = -(-run // _BUFFER_MULTIPLE) * _BUFFER_MULTIPLE
 
     def __enter__(self) -> None:
-        if self.previous is not None:
-            self.previous = np.setbufsize(self.previous)
+        if self.size is not None:
+            self.previous = np.setbufsize(self.size)
 
     def __exit__(self, *exc_info) -> None:
         if self.previous is not None:
