@@ -9,7 +9,7 @@ from onnx import helper
 
 from tests.runtime.graph_fuzz_builder import (BOOL, F16, F32, FLOAT, I32, I64, SMALL, STEADY, Builder, Tensor,
                                               broadcast_partner)
-from tests.runtime.graph_fuzz_shapes import shape_full
+from tests.runtime.graph_fuzz_shapes import dim_of, shape_full
 
 
 def unary(b: Builder):
@@ -370,7 +370,7 @@ def pad_computed(b: Builder):
     if x is None:
         return False
     rank, axis = len(x.shape), b.int(0, len(x.shape) - 1)
-    d = b.node("Gather", [shape_full(b, x), b.ints([axis])], [1], I64, keep=False, axis=0)
+    d = dim_of(b, x, axis)
     half = b.node("Div", [d, b.const(np.array([2], np.int64))], [1], I64, keep=False)
     begin = [b.ints([0] * axis)] if axis else []
     rest = [b.ints([0] * (rank - axis - 1 + rank - 1) + [1])]

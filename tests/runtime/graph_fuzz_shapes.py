@@ -72,6 +72,11 @@ def shape_full(b, x):
     return b.node("Shape", [x], [len(x.shape)], I64, np.array(x.shape, np.int64), keep=False)
 
 
+def dim_of(b, x, axis: int):
+    """x's dim on `axis` as a one-element int64 tensor computed at run time (Shape, then Gather)."""
+    return b.node("Gather", [shape_full(b, x), b.ints([axis])], [1], I64, keep=False, axis=0)
+
+
 def constant_of_shape(b: Builder):
     x = b.choose(SMALL)
     dtype = b.pick([F32, F32, I64, I32, x.dtype])
@@ -340,7 +345,7 @@ def gather_computed(b: Builder):
     if x is None:
         return False
     axis = b.int(0, len(x.shape) - 1)
-    n = b.node("Gather", [shape_full(b, x), b.ints([axis])], [1], I64, keep=False, axis=0)
+    n = dim_of(b, x, axis)
     last = b.node("Sub", [n, b.const(np.array([b.int(1, x.shape[axis])], np.int64))], [1], I64, keep=False)
     if b.coin():
         last = b.node("Squeeze", [last] + b.axes_arg("Squeeze", [0], 13)[0], [], I64, keep=False,
@@ -383,7 +388,7 @@ def slice_computed(b: Builder):
     if x is None:
         return False
     axis = b.int(0, len(x.shape) - 1)
-    d = b.node("Gather", [shape_full(b, x), b.ints([axis])], [1], I64, keep=False, axis=0)
+    d = dim_of(b, x, axis)
     start = b.node("Div", [d, b.const(np.array([2], np.int64))], [1], I64, keep=False)
     shape = list(x.shape)
     shape[axis] -= x.shape[axis] // 2
