@@ -9,7 +9,7 @@ from onnx import helper
 
 from tests.runtime.graph_fuzz_builder import (BOOL, F16, F32, FLOAT, I32, I64, SMALL, STEADY, Builder, Tensor,
                                               broadcast_partner)
-from tests.runtime.graph_fuzz_shapes import dim_of, shape_full
+from tests.runtime.graph_fuzz_shapes import dim_of
 
 
 def unary(b: Builder):
