@@ -48,6 +48,7 @@ import numpy as np
 from poolir.ir.budget import check_allocation
 from poolir.ir.errors import UsageError
 from poolir.ir.geometry import AxisWindow, output_length
+from poolir.runtime.kernels.axis_pass import copy_strided
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 from poolir.runtime.kernels.ufunc_buffer import fitted
 from poolir.runtime.kernels.work_arrays import (SLOT_CONV_COLUMNS, SLOT_CONV_PHASES, SLOT_CONV_PRODUCT, SLOT_CONV_WIDE,
@@ -276,8 +277,8 @@ class _PhaseBuffer:
                 sources.append(slice(start, start + (hi - lo - 1) * window.stride + 1, window.stride)
                                if hi > lo else slice(0, 0))
             if all(hi > lo for lo, hi in ranges):
-                np.copyto(target[(Ellipsis,) + tuple(slice(lo, hi) for lo, hi in ranges)],
-                          x[(Ellipsis,) + tuple(sources)], casting="unsafe")
+                copy_strided(target[(Ellipsis,) + tuple(slice(lo, hi) for lo, hi in ranges)],
+                              x, (Ellipsis,) + tuple(sources))
             _zero_outside(target, ranges)
         self.flat = self.buffer.reshape(n, c, math.prod(self.strides), -1)
 

@@ -227,6 +227,20 @@ def test_every_depthwise_layout_matches_the_oracle(case: Case, largest_channels_
     test_conv_matches_the_oracle(case)
 
 
+LANE_CASES = [Case(np.dtype(np.float32), batch, groups, 1, 1, spatial, kernel, (2, 2), (1, 1), pads, pads, True, seed)
+              for seed, (batch, groups, spatial, kernel, pads) in enumerate([
+                  (1, 5, (9, 9), (3, 3), (1, 1)), (2, 2, (8, 11), (3, 3), (1, 1)), (2, 3, (7, 6), (5, 5), (2, 2)),
+                  (1, 2, (6, 7), (3, 3), (0, 0)), (3, 2, (5, 10), (3, 2), (0, 1))])]
+
+
+@pytest.mark.parametrize("case", LANE_CASES, ids=str)
+def test_stride_2_phase_split_through_lanes_matches_the_oracle(case: Case, monkeypatch):
+    """float32 phases along a stride-2 last axis are copied as the low lanes of uint64s (kernels.axis_pass.copy_strided);
+    with pad 1 a lane of the last image row reads one element past the input, so that row is copied apart."""
+    monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", 0)
+    test_conv_matches_the_oracle(case)
+
+
 def test_grid_covers_every_strategy_and_dtype():
     strategies = {"depthwise" if c.channels_per_group == 1 and c.filters_per_group == 1 and c.groups > 1
                   else "pointwise" if all(k == 1 and s == 1 for k, s in zip(c.kernel, c.strides))
