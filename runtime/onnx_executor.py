@@ -30,6 +30,7 @@ from poolir.ir.errors import (BudgetError, FeedError, InvalidModelError, PoolirE
                               node_label)
 from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.onnx_external_data import refuse_external_data
+from poolir.runtime.onnx_fusion import ReluInPlace, folded_conv_weights, single_use_outputs
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import (data_propagation_is_bounded, default_opset, in_dependency_order, order_nodes,
                                       refuse_unsupported)
@@ -125,8 +126,9 @@ def _check_inputs(step, names: list[str], label: str) -> None:
 class OnnxProgram:
     """An ONNX graph planned for execution. Implements runtime.session.Program."""
 
-    def __init__(self, model: onnx.ModelProto, *, source: str | None = None):
+    def __init__(self, model: onnx.ModelProto, *, source: str | None = None, fuse: bool = True):
         self.source = source
+        self._fuse = fuse  # fold BatchNormalization into the Conv before it (runtime.onnx_fusion)
         refuse_external_data(model, source)
         model, _ = in_dependency_order(model, source)  # onnx shape inference (planning) reads the file order
         graph = model.graph  # never resolved against the current folder
@@ -197,6 +199,10 @@ class OnnxProgram:
 
     def _plan(self, graph: onnx.GraphProto, infos) -> list[tuple]:
         steps, op_types = [], []
+        single_use = single_use_outputs(graph.node, self.outputs) if self._fuse else set()
+        convs: dict[str, int] = {}  # a Conv's output read by one node only -> the Conv's position in `steps`
+        folded: list[str] = []      # constants a folding replaced
+        self._taken = {name for node in graph.node for name in (*node.input, *node.output)} if self._fuse else set()
         for index, node in self._ordered_nodes(graph):
             label = self._label(index, node)
             version = op_version(node.op_type, self.opset)
@@ -228,8 +234,25 @@ class OnnxProgram:
                 raise InvalidModelError(error.problem, file=self.source, where=label) from None
             except PoolirError as error:
                 raise error.located(file=self.source, where=label) from None
+            if node.op_type == "BatchNormalization" and node.input[0] in convs:
+                position = convs.pop(node.input[0])
+                if self._fold_into_conv(node, attrs, steps, position, folded):
+                    if outputs[0] in single_use:
+                        convs[outputs[0]] = position
+                    continue
+            if node.op_type == "Relu" and node.input[0] in convs:
+                position = convs.pop(node.input[0])
+                conv_step, conv_inputs, _, conv_label, _ = steps[position]
+                steps[position] = [ReluInPlace(conv_step), conv_inputs, outputs, conv_label, ()]
+                continue
             steps.append([step, _given(list(node.input)), outputs, label, ()])
             op_types.append(node.op_type)
+            if node.op_type == "Conv" and outputs[0] in single_use:
+                convs[outputs[0]] = len(steps) - 1
+        still_read = {name for _, inputs, _, _, _ in steps for name in inputs} | set(self.outputs)
+        for name in folded:
+            if name not in still_read:
+                self._constants.pop(name, None)
         # Release each intermediate value after its last use (graph outputs and constants are kept).
         keep = set(self.outputs)
         last_use: dict[str, int] = {}
@@ -245,6 +268,33 @@ class OnnxProgram:
                                           in zip(op_types, steps)], self._constants, self.outputs)
         return [(step, tuple(inputs), tuple(outputs), label, tuple(releases.get(position, ())))
                 for position, (step, inputs, outputs, label, _) in enumerate(steps)]
+
+    def _fold_into_conv(self, node: onnx.NodeProto, attrs, steps: list, position: int, folded: list[str]) -> bool:
+        """Replace the Conv step that feeds this BatchNormalization by one with folded weights writing the
+        BatchNormalization's output (runtime.onnx_fusion); False, changing nothing, when they do not qualify."""
+        if len(node.input) < 5 or attrs.get("spatial", 1) == 0:  # spatial=0: statistics per element
+            return False
+        step, conv_inputs, _, label, _ = steps[position]
+        x, weights, bias = (list(conv_inputs) + [""] * 3)[:3]
+        if bias and bias not in self._constants:
+            return False
+        statistics = [self._constants.get(name) for name in node.input[1:5]]
+        if any(value is None for value in statistics):
+            return False
+        fold = folded_conv_weights(self._constants.get(weights), self._constants.get(bias) if bias else None,
+                                   *statistics, attrs["epsilon"])
+        if fold is None:
+            return False
+        names = []
+        for suffix, value in zip(("W", "B"), fold):
+            name = f"{node.output[0]} (folded {suffix})"
+            while name in self._constants or name in self._taken:
+                name += "'"
+            self._constants[name] = value
+            names.append(name)
+        folded.extend(name for name in (weights, bias, *node.input[1:5]) if name)
+        steps[position] = [step, [x, *names], [node.output[0]], label, ()]
+        return True
 
     # -- execution ----------------------------------------------------------------------------------
 

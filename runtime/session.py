@@ -46,15 +46,16 @@ def model_kind(path: str | os.PathLike) -> str:
     return MODEL_SUFFIXES[suffix]
 
 
-def load_program(model: Any) -> tuple[Program, str | None]:
-    """Build the executor for `model` (ir.Model, onnx.ModelProto or a path); returns it and the file name."""
+def load_program(model: Any, fuse: bool = True) -> tuple[Program, str | None]:
+    """Build the executor for `model` (ir.Model, onnx.ModelProto or a path); returns it and the file name.
+    `fuse`: see Session."""
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         if model_kind(path) == "onnx":
-            return OnnxProgram(load_onnx(path), source=str(path)), str(path)
+            return OnnxProgram(load_onnx(path), source=str(path), fuse=fuse), str(path)
         return IRProgram(ir.read_model(path)), str(path)
     if isinstance(model, onnx.ModelProto):
-        return OnnxProgram(model, source=None), None
+        return OnnxProgram(model, source=None, fuse=fuse), None
     if isinstance(model, ir.Model):
         return IRProgram(model), model.source
     raise UsageError(f"a model must be an ir.Model, an onnx.ModelProto or a path to .xml/.onnx, "
@@ -62,11 +63,15 @@ def load_program(model: Any) -> tuple[Program, str | None]:
 
 
 class Session:
-    """A model validated and planned once, ready to run many times."""
+    """A model validated and planned once, ready to run many times.
 
-    def __init__(self, model: Any):
+    `fuse` (default True) lets the plan fold an ONNX BatchNormalization into the Conv that feeds it, as
+    onnxruntime and OpenVINO do (runtime.onnx_fusion): results change by rounding only, and the Conv's own output
+    is never computed, so `observe` does not see it. With fuse=False every node runs as written."""
+
+    def __init__(self, model: Any, *, fuse: bool = True):
         keep_freed_memory()
-        self._program, self.source = load_program(model)
+        self._program, self.source = load_program(model, fuse)
         self.inputs: list[TensorSpec] = list(self._program.inputs)
         self.outputs: list[str] = list(self._program.outputs)
         self._expected = {spec.name: spec for spec in self.inputs}

@@ -82,7 +82,8 @@ class _RuntimeProbe(Probe):
     def session(self) -> runtime.Session:
         if self._session is not None:
             return self._session
-        session = runtime.Session(self._get_model())
+        # Unfused: a path of poolir's runtime exposes every tensor, and computes every node as written.
+        session = runtime.Session(self._get_model(), fuse=False)
         if self._keep:
             self._session = session
         return session

@@ -1,0 +1,83 @@
+"""The fusions of the ONNX executor: an inference BatchNormalization folded into the Conv that feeds it, and a
+Relu after a Conv applied in place to the Conv's fresh result (`ReluInPlace`; bit for bit what the Relu node
+computes, without a second array).
+
+onnxruntime (ConvBNFusion) and OpenVINO (its ONNX frontend's BatchNorm decomposition, then weight fusion) both
+fold it, and OpenVINO's IRs of such networks hold only the folded Convolution. With f = scale / sqrt(var + eps)
+per output channel m (computed as runtime.kernels.normalization.batch_norm computes it):
+
+    W'[m] = W[m] * f[m]        B'[m] = (B[m] - mean[m]) * f[m] + beta[m]     (B = 0 when the Conv has none)
+
+so BN(Conv(x, W, B)) = Conv(x, W', B') in exact arithmetic. In floats the two differ by rounding only: W'
+rounds each weight once more (half an ulp), and the scaling is applied to the products instead of to their
+sum; both are inside the bound that summation order already gives a convolution (K * eps * sum |x * w'|).
+What it saves: BatchNorm's three whole-tensor passes (ResNet-50: 53 BatchNorms, 4.9 of 56 ms).
+
+Either way the Conv's own output is never seen, so `observe` does not see it; `Session(model, fuse=False)` plans
+every node as written (poolir verify's runtime paths do, so that they expose every tensor).
+
+Folded only when nothing else can tell: the Conv's output feeds this BatchNormalization alone and is not a
+graph output; W, B and the four statistics are constants of one float32 or float64 type, the statistics one
+value per output channel; and the BatchNormalization computes inference (its adapter has checked that).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from poolir.runtime.kernels.activation import relu
+
+_FOLDED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def folded_conv_weights(weights, conv_bias, scale, beta, mean, var, epsilon: float
+                        ) -> tuple[np.ndarray, np.ndarray] | None:
+    """(W', B') of a Conv with weights [M, ...] and bias [M] (or None) followed by a BatchNormalization with these
+    constants; None when they do not qualify (see the module doc)."""
+    statistics = (scale, beta, mean, var)
+    if not isinstance(weights, np.ndarray) or weights.dtype not in _FOLDED_TYPES or weights.ndim < 3:
+        return None
+    channels = weights.shape[0]
+    for value in (*statistics, *(() if conv_bias is None else (conv_bias,))):
+        if not isinstance(value, np.ndarray) or value.dtype != weights.dtype or value.shape != (channels,):
+            return None
+    dtype = weights.dtype.type
+    factor = scale / np.sqrt(var + dtype(epsilon))
+    folded_weights = weights * factor.reshape((channels,) + (1,) * (weights.ndim - 1))
+    bias = np.zeros(channels, weights.dtype) if conv_bias is None else conv_bias
+    folded_bias = (bias - mean) * factor + beta
+    return folded_weights, folded_bias
+
+
+class ReluInPlace:
+    """A Conv step followed by ONNX Relu on its result, in place: kernels.convolution.conv always returns a fresh
+    array, and nothing else reads it (the Relu was its one reader). ResNet-50's 49 ReLUs wrote 49 more arrays."""
+
+    __slots__ = ("conv",)
+
+    def __init__(self, conv):
+        self.conv = conv
+
+    def __call__(self, *inputs) -> tuple:
+        (y,) = self.conv(*inputs)
+        return (relu(y, out=y),)
+
+
+def single_use_outputs(nodes, graph_outputs) -> set[str]:
+    """The tensor names read by exactly one node input and not graph outputs: a fusion may skip computing them."""
+    uses: dict[str, int] = {}
+    for node in nodes:
+        for name in node.input:
+            if name:
+                uses[name] = uses.get(name, 0) + 1
+    return {name for name, count in uses.items() if count == 1} - set(graph_outputs)
+
+
+def unused_constants(names, constants: Mapping[str, object], still_read: set[str]) -> list[str]:
+    """Of `names`, the constants nothing else reads: a fused plan need not hold them."""
+    return [name for name in dict.fromkeys(names) if name in constants and name not in still_read]
+
+
+__all__ = ["ReluInPlace", "folded_conv_weights", "single_use_outputs", "unused_constants"]

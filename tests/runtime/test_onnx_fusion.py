@@ -1,0 +1,161 @@
+"""The ONNX executor's one fusion (runtime.onnx_fusion): BatchNormalization folded into the Conv before it.
+
+Oracles: onnxruntime on the same graphs (it folds too), poolir's unfused plan (Session(fuse=False), every node as
+written, the semantics the rest of the suite pins), and what `observe` sees: a folded Conv's output is never
+computed, an unfolded one is. Where folding must not happen (the Conv's output read twice or a graph output,
+statistics computed at run time, float16, per-element statistics), the fused plan is bit-equal to the unfused one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from poolir import runtime
+from poolir.ir.errors import PoolirError
+from tests.networks.peers import agree
+from tests.peers import onnxruntime_run
+
+ELEMENT = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE, np.float16: TensorProto.FLOAT16}
+
+
+def _model(dtype=np.float32, *, bias=True, group=1, extra_reader=False, conv_is_output=False,
+           statistics_input=False, spatial=None, statistics_shape=None, seed=0):
+    """x [1, 8, 9, 9] -> Conv (3x3, pads 1, 8 filters) 'y' -> BatchNormalization 'z' (+ what the options add)."""
+    rng = np.random.default_rng(seed)
+    channels, filters = 8, 8
+    weights = rng.standard_normal((filters, channels // group, 3, 3)).astype(dtype)
+    inits = [numpy_helper.from_array(weights, "W")]
+    conv_inputs = ["x", "W"]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal(filters).astype(dtype), "B"))
+        conv_inputs.append("B")
+    shape = statistics_shape or (filters,)
+    stats = {"scale": rng.uniform(0.5, 2, shape), "beta": rng.standard_normal(shape),
+             "mean": rng.standard_normal(shape), "var": rng.uniform(0.1, 3, shape)}
+    graph_inputs = [helper.make_tensor_value_info("x", ELEMENT[dtype], [1, channels, 9, 9])]
+    for name, value in stats.items():
+        if statistics_input and name == "mean":
+            graph_inputs.append(helper.make_tensor_value_info(name, ELEMENT[dtype], list(shape)))
+        else:
+            inits.append(numpy_helper.from_array(value.astype(dtype), name))
+    nodes = [helper.make_node("Conv", conv_inputs, ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=group),
+             helper.make_node("BatchNormalization", ["y", *stats], ["z"], epsilon=1e-3,
+                              **({} if spatial is None else {"spatial": spatial}))]
+    outputs = [helper.make_tensor_value_info("z", ELEMENT[dtype], None)]
+    if extra_reader:
+        nodes.append(helper.make_node("Relu", ["y"], ["r"]))
+        outputs.append(helper.make_tensor_value_info("r", ELEMENT[dtype], None))
+    if conv_is_output:
+        outputs.append(helper.make_tensor_value_info("y", ELEMENT[dtype], None))
+    graph = helper.make_graph(nodes, "conv_bn", graph_inputs, outputs, inits)
+    opset = 7 if spatial is not None else 15
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    feeds = {"x": rng.standard_normal((1, channels, 9, 9)).astype(dtype)}
+    if statistics_input:
+        feeds["mean"] = stats["mean"].astype(dtype)
+    return model, feeds
+
+
+def _run(model, feeds, fuse):
+    seen = []
+    outputs = runtime.Session(model, fuse=fuse).run(feeds, lambda name, value: seen.append(name))
+    return outputs, seen
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bias,group", [(True, 1), (False, 1), (True, 8), (False, 2)])
+def test_folded_conv_agrees_with_onnxruntime_and_the_unfused_plan(dtype, bias, group):
+    model, feeds = _model(dtype, bias=bias, group=group)
+    fused, seen = _run(model, feeds, fuse=True)
+    unfused, seen_unfused = _run(model, feeds, fuse=False)
+    assert "y" not in seen and "y" in seen_unfused       # folded: the Conv's own output is never computed
+    if dtype == np.float32:  # onnxruntime has no float64 Conv kernel
+        expected = onnxruntime_run(model, feeds)["z"]
+        for got in (fused["z"], unfused["z"]):
+            ok, max_abs, _ = agree(got, expected, dtype)
+            assert ok, f"differs from onnxruntime by {max_abs}"
+    ok, max_abs, _ = agree(fused["z"], unfused["z"], dtype)
+    assert ok, max_abs
+    assert fused["z"].dtype == unfused["z"].dtype == dtype
+
+
+@pytest.mark.parametrize("case", [dict(extra_reader=True), dict(conv_is_output=True), dict(statistics_input=True),
+                                  dict(dtype=np.float16), dict(spatial=0, statistics_shape=(8, 9, 9))])
+def test_no_folding_where_it_could_show(case):
+    model, feeds = _model(**case)
+    fused, seen = _run(model, feeds, fuse=True)
+    unfused, _ = _run(model, feeds, fuse=False)
+    assert "y" in seen                                   # the Conv ran as written
+    for name in unfused:
+        np.testing.assert_array_equal(fused[name], unfused[name])
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_per_channel_statistics_under_spatial_0_are_refused_fused_or_not(fuse):
+    """spatial=0 wants one statistic per element of a sample: [8] is wrong there, and folding must not hide it."""
+    model, feeds = _model(spatial=0)
+    with pytest.raises(PoolirError, match=r"expected \[8, 9, 9\]"):
+        runtime.Session(model, fuse=fuse).run(feeds)
+
+
+def test_folding_drops_the_replaced_constants():
+    """The fused plan holds the folded weights instead of the originals, not beside them (peak memory)."""
+    model, _ = _model()
+    constants = runtime.Session(model)._program._constants
+    assert not {"W", "B", "scale", "beta", "mean", "var"} & set(constants)
+    assert sum(value.size for value in constants.values()) == 8 * 8 * 9 + 8
+
+
+def test_folded_name_never_collides_with_a_graph_tensor():
+    model, feeds = _model()
+    # a later node produces the name the folding would pick first
+    model.graph.node.append(helper.make_node("Identity", ["z"], ["z (folded W)"]))
+    model.graph.output.append(helper.make_tensor_value_info("z (folded W)", TensorProto.FLOAT, None))
+    fused, _ = _run(model, feeds, fuse=True)
+    np.testing.assert_array_equal(fused["z (folded W)"], fused["z"])
+    ok, _, _ = agree(fused["z"], _run(model, feeds, fuse=False)[0]["z"])
+    assert ok
+
+
+def _with_relu(model, source: str, name: str = "r"):
+    model.graph.node.append(helper.make_node("Relu", [source], [name]))
+    model.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    return model
+
+
+def test_relu_after_a_conv_runs_in_place_bit_for_bit():
+    """Conv -> Relu fuses into one step that clips the Conv's fresh result in place: the same bits as the two nodes."""
+    model, feeds = _model()
+    model.graph.node.pop()                               # no BatchNormalization: x -> Conv 'y' -> Relu 'r'
+    model.graph.output.pop()
+    _with_relu(model, "y")
+    fused, seen = _run(model, feeds, fuse=True)
+    unfused, seen_unfused = _run(model, feeds, fuse=False)
+    assert "y" not in seen and "y" in seen_unfused
+    np.testing.assert_array_equal(fused["r"], unfused["r"])
+    assert (fused["r"] >= 0).all() and (fused["r"] == 0).any()
+
+
+def test_conv_batch_norm_relu_fuse_into_one_step():
+    model, feeds = _model()
+    model.graph.output.pop()
+    _with_relu(model, "z")
+    fused, seen = _run(model, feeds, fuse=True)
+    unfused, seen_unfused = _run(model, feeds, fuse=False)
+    assert seen == ["r"] and seen_unfused == ["y", "z", "r"]
+    ok, max_abs, _ = agree(fused["r"], unfused["r"])
+    assert ok, max_abs
+    ok, max_abs, _ = agree(fused["r"], onnxruntime_run(model, feeds)["r"])
+    assert ok, max_abs
+
+
+def test_relu_reads_a_conv_output_that_something_else_reads_too():
+    """The Conv's output is read by the Relu and by the BatchNormalization: neither may take it over."""
+    model, feeds = _with_relu(_model()[0], "y"), _model()[1]
+    fused, seen = _run(model, feeds, fuse=True)
+    unfused, _ = _run(model, feeds, fuse=False)
+    assert "y" in seen
+    for name in unfused:
+        np.testing.assert_array_equal(fused[name], unfused[name])
