@@ -30,7 +30,7 @@ from poolir.ir.errors import (BudgetError, FeedError, InvalidModelError, PoolirE
                               node_label)
 from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.onnx_external_data import refuse_external_data
-from poolir.runtime.onnx_fusion import ReluInPlace, folded_conv_weights, single_use_outputs
+from poolir.runtime.onnx_fusion import IN_PLACE, ActivationInPlace, folded_conv_weights, single_use_outputs
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import (data_propagation_is_bounded, default_opset, in_dependency_order, order_nodes,
                                       refuse_unsupported)
@@ -239,10 +239,11 @@ class OnnxProgram:
                     if outputs[0] in single_use:
                         convs[outputs[0]] = position
                     continue
-            if node.op_type == "Relu" and node.input[0] in convs:
+            if node.op_type in IN_PLACE and node.input[0] in convs:
                 position = convs.pop(node.input[0])
                 conv_step, conv_inputs, _, conv_label, _ = steps[position]
-                steps[position] = [ReluInPlace(conv_step), conv_inputs, outputs, conv_label, ()]
+                steps[position] = [ActivationInPlace(conv_step, IN_PLACE[node.op_type]), conv_inputs, outputs,
+                                   conv_label, ()]
                 continue
             steps.append([step, _given(list(node.input)), outputs, label, ()])
             op_types.append(node.op_type)

@@ -1,6 +1,6 @@
 """The fusions of the ONNX executor: an inference BatchNormalization folded into the Conv that feeds it, and a
-Relu after a Conv applied in place to the Conv's fresh result (`ReluInPlace`; bit for bit what the Relu node
-computes, without a second array).
+Relu or HardSwish after a Conv applied in place to the Conv's fresh result (`ActivationInPlace`; bit for bit what
+the node computes, without a second array).
 
 onnxruntime (ConvBNFusion) and OpenVINO (its ONNX frontend's BatchNorm decomposition, then weight fusion) both
 fold it, and OpenVINO's IRs of such networks hold only the folded Convolution. With f = scale / sqrt(var + eps)
@@ -27,7 +27,7 @@ from typing import Mapping
 
 import numpy as np
 
-from poolir.runtime.kernels.activation import relu
+from poolir.runtime.kernels.activation import hard_swish, relu
 
 _FOLDED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -51,18 +51,23 @@ def folded_conv_weights(weights, conv_bias, scale, beta, mean, var, epsilon: flo
     return folded_weights, folded_bias
 
 
-class ReluInPlace:
-    """A Conv step followed by ONNX Relu on its result, in place: kernels.convolution.conv always returns a fresh
-    array, and nothing else reads it (the Relu was its one reader). ResNet-50's 49 ReLUs wrote 49 more arrays."""
+class ActivationInPlace:
+    """A Conv step followed by an activation node (IN_PLACE[op_type]) on its result, written into that result:
+    kernels.convolution.conv always returns a fresh array, and nothing else reads it (the activation was its one
+    reader). ResNet-50's 49 ReLUs wrote 49 more arrays; MobileNetV3's 21 HardSwishes 21."""
 
-    __slots__ = ("conv",)
+    __slots__ = ("conv", "activation")
 
-    def __init__(self, conv):
-        self.conv = conv
+    def __init__(self, conv, activation):
+        self.conv, self.activation = conv, activation
 
     def __call__(self, *inputs) -> tuple:
         (y,) = self.conv(*inputs)
-        return (relu(y, out=y),)
+        return (self.activation(y, out=y),)
+
+
+# The activations a Conv's result may take in place: the same kernels the nodes run, given `out`.
+IN_PLACE = {"Relu": relu, "HardSwish": hard_swish}
 
 
 def single_use_outputs(nodes, graph_outputs) -> set[str]:
@@ -75,9 +80,4 @@ def single_use_outputs(nodes, graph_outputs) -> set[str]:
     return {name for name, count in uses.items() if count == 1} - set(graph_outputs)
 
 
-def unused_constants(names, constants: Mapping[str, object], still_read: set[str]) -> list[str]:
-    """Of `names`, the constants nothing else reads: a fused plan need not hold them."""
-    return [name for name in dict.fromkeys(names) if name in constants and name not in still_read]
-
-
-__all__ = ["ReluInPlace", "folded_conv_weights", "single_use_outputs", "unused_constants"]
+__all__ = ["IN_PLACE", "ActivationInPlace", "folded_conv_weights", "single_use_outputs"]

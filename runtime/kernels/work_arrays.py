@@ -29,6 +29,7 @@ SLOT_TAP_GRID = 14      # the input subsampled to the one phase its taps read (s
 SLOT_PAIR = 15          # the first two taps folded over every row (axis_pass)
 SLOT_PHASES = 16        # the input's stride phases, each contiguous (axis_pass)
 SLOT_FLAT_PASS = 17     # every other pass of a reduction computed densely on the flat input (separable)
+SLOT_ACTIVATION = 18    # an activation's factor when it writes in place (activation.hard_swish)
 
 
 class _WorkArrays(threading.local):
@@ -68,5 +69,5 @@ def release_work_arrays() -> None:
     _WORK.buffers.clear()
 
 
-__all__ = ["SLOT_BEST", "SLOT_CONV_COLUMNS", "SLOT_CONV_PHASES", "SLOT_CONV_PRODUCT", "SLOT_CONV_WIDE", "SLOT_DENSE", "SLOT_DOUBLING", "SLOT_EQUAL", "SLOT_FLAT_PASS", "SLOT_PAIR", "SLOT_PASS", "SLOT_PHASES", "SLOT_RESULT", "SLOT_SCORE",
+__all__ = ["SLOT_ACTIVATION", "SLOT_BEST", "SLOT_CONV_COLUMNS", "SLOT_CONV_PHASES", "SLOT_CONV_PRODUCT", "SLOT_CONV_WIDE", "SLOT_DENSE", "SLOT_DOUBLING", "SLOT_EQUAL", "SLOT_FLAT_PASS", "SLOT_PAIR", "SLOT_PASS", "SLOT_PHASES", "SLOT_RESULT", "SLOT_SCORE",
            "SLOT_TAP_GRID", "SLOT_WIDENED", "release_work_arrays", "widened", "work_array"]

@@ -159,3 +159,34 @@ def test_relu_reads_a_conv_output_that_something_else_reads_too():
     assert "y" in seen
     for name in unfused:
         np.testing.assert_array_equal(fused[name], unfused[name])
+
+
+def test_hard_swish_after_a_conv_runs_in_place_bit_for_bit():
+    model, feeds = _model()
+    model.graph.node.pop()
+    model.graph.output.pop()
+    model.graph.node.append(helper.make_node("HardSwish", ["y"], ["h"]))
+    model.graph.output.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, None))
+    model.opset_import[0].version = 15
+    fused, seen = _run(model, feeds, fuse=True)
+    unfused, seen_unfused = _run(model, feeds, fuse=False)
+    assert seen == ["h"] and seen_unfused == ["y", "h"]
+    np.testing.assert_array_equal(fused["h"], unfused["h"])
+    ok, max_abs, _ = agree(fused["h"], onnxruntime_run(model, feeds)["h"])
+    assert ok, max_abs
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, "bfloat16"])
+@pytest.mark.parametrize("kernel", ["relu", "hard_swish"])
+def test_activation_kernels_in_place_equal_their_fresh_results(kernel, dtype):
+    import ml_dtypes
+    from poolir.runtime.kernels import activation
+
+    dtype = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    x = np.concatenate([np.linspace(-8, 8, 2001), [0.0, -0.0, np.inf, -np.inf, np.nan, -3.0, 3.0]]).astype(dtype)
+    inside = x.copy()
+    with np.errstate(all="ignore"):          # -inf * 0 is NaN, as in a run (Session.run silences it too)
+        expected = getattr(activation, kernel)(x)
+        got = getattr(activation, kernel)(inside, out=inside)
+    assert got is inside and got.dtype == dtype
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))    # every bit, signed zeros too
