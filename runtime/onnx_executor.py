@@ -30,7 +30,8 @@ from poolir.ir.errors import (BudgetError, FeedError, InvalidModelError, PoolirE
                               node_label)
 from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.onnx_external_data import refuse_external_data
-from poolir.runtime.onnx_fusion import IN_PLACE, ActivationInPlace, folded_conv_weights, single_use_outputs
+from poolir.runtime.onnx_fusion import (IN_PLACE, ActivationInPlace, folded_conv_weights, fresh_result,
+                                      single_use_outputs)
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import (data_propagation_is_bounded, default_opset, in_dependency_order, order_nodes,
                                       refuse_unsupported)
@@ -201,6 +202,7 @@ class OnnxProgram:
         steps, op_types = [], []
         single_use = single_use_outputs(graph.node, self.outputs) if self._fuse else set()
         convs: dict[str, int] = {}  # a Conv's output read by one node only -> the Conv's position in `steps`
+        fresh: dict[str, int] = {}  # the same for every step whose result is always a fresh array (FRESH_RESULTS)
         self._taken = {name for node in graph.node for name in (*node.input, *node.output)} if self._fuse else set()
         for index, node in self._ordered_nodes(graph):
             label = self._label(index, node)
@@ -235,20 +237,24 @@ class OnnxProgram:
                 raise error.located(file=self.source, where=label) from None
             if node.op_type == "BatchNormalization" and node.input[0] in convs:
                 position = convs.pop(node.input[0])
+                fresh.pop(node.input[0])
                 if self._fold_into_conv(node, attrs, steps, position, single_use):
                     if outputs[0] in single_use:
-                        convs[outputs[0]] = position
+                        convs[outputs[0]] = fresh[outputs[0]] = position
                     continue
-            if node.op_type in IN_PLACE and node.input[0] in convs:
-                position = convs.pop(node.input[0])
-                conv_step, conv_inputs, _, conv_label, _ = steps[position]
-                steps[position] = [ActivationInPlace(conv_step, IN_PLACE[node.op_type]), conv_inputs, outputs,
-                                   conv_label, ()]
+            if node.op_type in IN_PLACE and node.input[0] in fresh:
+                position = fresh.pop(node.input[0])
+                convs.pop(node.input[0], None)
+                producer, producer_inputs, _, producer_label, _ = steps[position]
+                steps[position] = [ActivationInPlace(producer, IN_PLACE[node.op_type], version), producer_inputs,
+                                   outputs, f"{producer_label} + {label}", ()]
                 continue
             steps.append([step, _given(list(node.input)), outputs, label, ()])
             op_types.append(node.op_type)
-            if node.op_type == "Conv" and outputs[0] in single_use:
-                convs[outputs[0]] = len(steps) - 1
+            if outputs[0] in single_use and fresh_result(node):
+                fresh[outputs[0]] = len(steps) - 1
+                if node.op_type == "Conv":
+                    convs[outputs[0]] = len(steps) - 1
         # Release each intermediate value after its last use (graph outputs and constants are kept).
         keep = set(self.outputs)
         last_use: dict[str, int] = {}

@@ -1,6 +1,6 @@
 """The fusions of the ONNX executor: an inference BatchNormalization folded into the Conv that feeds it, and a
-Relu or HardSwish after a Conv applied in place to the Conv's fresh result (`ActivationInPlace`; bit for bit what
-the node computes, without a second array).
+Relu or HardSwish applied in place to the fresh result of the Conv, Add or Sum before it (`ActivationInPlace`; bit
+for bit what the node computes, without a second array).
 
 onnxruntime (ConvBNFusion) and OpenVINO (its ONNX frontend's BatchNorm decomposition, then weight fusion) both
 fold it, and OpenVINO's IRs of such networks hold only the folded Convolution. With f = scale / sqrt(var + eps)
@@ -23,11 +23,11 @@ value per output channel; and the BatchNormalization computes inference (its ada
 
 from __future__ import annotations
 
-from typing import Mapping
 
 import numpy as np
 
 from poolir.runtime.kernels.activation import hard_swish, relu
+from poolir.runtime.onnx_ops.element_types import check_dtype
 
 _FOLDED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -52,22 +52,30 @@ def folded_conv_weights(weights, conv_bias, scale, beta, mean, var, epsilon: flo
 
 
 class ActivationInPlace:
-    """A Conv step followed by an activation node (IN_PLACE[op_type]) on its result, written into that result:
-    kernels.convolution.conv always returns a fresh array, and nothing else reads it (the activation was its one
+    """A step whose result is always a fresh array (`fresh_result`), followed by an activation node
+    (IN_PLACE[op_type]) on that result, written into it: nothing else reads it (the activation was its one
     reader). ResNet-50's 49 ReLUs wrote 49 more arrays; MobileNetV3's 21 HardSwishes 21."""
 
-    __slots__ = ("conv", "activation")
+    __slots__ = ("producer", "activation", "version")
 
-    def __init__(self, conv, activation):
-        self.conv, self.activation = conv, activation
+    def __init__(self, producer, activation, version):
+        self.producer, self.activation, self.version = producer, activation, version
 
     def __call__(self, *inputs) -> tuple:
-        (y,) = self.conv(*inputs)
+        (y,) = self.producer(*inputs)
+        check_dtype(self.version, y.dtype)        # what the activation's own step checks first
         return (self.activation(y, out=y),)
 
 
-# The activations a Conv's result may take in place: the same kernels the nodes run, given `out`.
+# The activations a fresh result may take in place: the same kernels the nodes run, given `out`.
 IN_PLACE = {"Relu": relu, "HardSwish": hard_swish}
+
+
+def fresh_result(node) -> bool:
+    """Whether the step of this node always returns a new array that no other value shares: a Conv
+    (kernels.convolution.conv), an Add, or a Sum of two or more inputs (ufunc results; a one-input Sum returns
+    its input itself)."""
+    return node.op_type in ("Conv", "Add") or node.op_type == "Sum" and sum(1 for name in node.input if name) >= 2
 
 
 def single_use_outputs(nodes, graph_outputs) -> set[str]:
@@ -80,4 +88,4 @@ def single_use_outputs(nodes, graph_outputs) -> set[str]:
     return {name for name, count in uses.items() if count == 1} - set(graph_outputs)
 
 
-__all__ = ["IN_PLACE", "ActivationInPlace", "folded_conv_weights", "single_use_outputs"]
+__all__ = ["IN_PLACE", "ActivationInPlace", "folded_conv_weights", "fresh_result", "single_use_outputs"]

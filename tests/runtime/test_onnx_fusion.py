@@ -190,3 +190,44 @@ def test_activation_kernels_in_place_equal_their_fresh_results(kernel, dtype):
         got = getattr(activation, kernel)(inside, out=inside)
     assert got is inside and got.dtype == dtype
     np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))    # every bit, signed zeros too
+
+
+def _elementwise_then_relu(op: str, inputs: list[str], dtype=np.float32, opset: int = 13):
+    element = {np.float32: TensorProto.FLOAT, np.int32: TensorProto.INT32}[dtype]
+    graph = helper.make_graph(
+        [helper.make_node(op, inputs, ["s"]), helper.make_node("Relu", ["s"], ["r"])], "g",
+        [helper.make_tensor_value_info(name, element, [2, 3]) for name in dict.fromkeys(inputs)],
+        [helper.make_tensor_value_info("r", element, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    rng = np.random.default_rng(3)
+    feeds = {name: (rng.standard_normal((2, 3)) * 5).astype(dtype) for name in dict.fromkeys(inputs)}
+    return model, feeds
+
+
+@pytest.mark.parametrize("op, inputs", [("Add", ["a", "b"]), ("Sum", ["a", "b", "c"])])
+def test_relu_after_add_or_sum_runs_in_place(op, inputs):
+    model, feeds = _elementwise_then_relu(op, inputs)
+    before = {name: value.copy() for name, value in feeds.items()}
+    fused, seen = _run(model, feeds, fuse=True)
+    unfused, _ = _run(model, feeds, fuse=False)
+    assert seen == ["r"]
+    np.testing.assert_array_equal(fused["r"], unfused["r"])
+    for name, value in before.items():
+        np.testing.assert_array_equal(feeds[name], value)       # the feeds are never written
+
+
+def test_a_one_input_sum_returns_its_input_so_relu_never_writes_into_it():
+    model, feeds = _elementwise_then_relu("Sum", ["a"])
+    before = feeds["a"].copy()
+    fused, seen = _run(model, feeds, fuse=True)
+    assert seen == ["s", "r"]
+    np.testing.assert_array_equal(feeds["a"], before)
+    np.testing.assert_array_equal(fused["r"], np.maximum(before, 0))
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_the_activation_still_checks_its_element_type(fuse):
+    """Relu-13 takes floats only: an int32 Add before it does not smuggle an integer ReLU in through the fusion."""
+    model, feeds = _elementwise_then_relu("Add", ["a", "b"], np.int32)
+    with pytest.raises(PoolirError, match="int32 is not allowed for Relu-13"):
+        runtime.Session(model, fuse=fuse).run(feeds)
