@@ -23,7 +23,6 @@ value per output channel; and the BatchNormalization computes inference (its ada
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from poolir.runtime.kernels.activation import hard_swish, relu
