@@ -35,6 +35,7 @@ from poolir.runtime.onnx_fusion import (IN_PLACE, ActivationInPlace, folded_conv
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import (data_propagation_is_bounded, default_opset, in_dependency_order, order_nodes,
                                       refuse_unsupported)
+from poolir.runtime.onnx_ops.convolution import ConvStep
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
 from poolir.runtime.onnx_shape_values import ShapeValues
@@ -255,6 +256,9 @@ class OnnxProgram:
                 fresh[outputs[0]] = len(steps) - 1
                 if node.op_type == "Conv":
                     convs[outputs[0]] = len(steps) - 1
+        if self._fuse:
+            for step in steps:
+                self._bind_conv_constants(step, single_use)
         # Release each intermediate value after its last use (graph outputs and constants are kept).
         keep = set(self.outputs)
         last_use: dict[str, int] = {}
@@ -296,11 +300,32 @@ class OnnxProgram:
                 name += "'"
             self._constants[name] = value
             names.append(name)
+            single_use.add(name)     # read by the fused step alone
         for name in (weights, bias, *node.input[1:5]):
             if name in single_use:
                 self._constants.pop(name, None)
         steps[position] = [step, [x, *names], [node.output[0]], label, ()]
         return True
+
+    def _bind_conv_constants(self, step: list, single_use: set[str]) -> None:
+        """A Conv step (or a fused one around it) with constant W and B takes them packed with the bias in the
+        matrix product (onnx_ops.convolution.PackedConvStep), where that saves work; the constants then leave the
+        plan's table when nothing else reads them."""
+        outer, inputs = step[0], step[1]
+        inner = outer.producer if isinstance(outer, ActivationInPlace) else outer
+        if not isinstance(inner, ConvStep) or len(inputs) != 3:
+            return
+        packed = inner.with_constants(self._constants.get(inputs[1]), self._constants.get(inputs[2]))
+        if packed is None:
+            return
+        if inner is outer:
+            step[0] = packed
+        else:
+            outer.producer = packed
+        step[1] = inputs[:1]
+        for name in inputs[1:]:
+            if name in single_use:
+                self._constants.pop(name, None)
 
     # -- execution ----------------------------------------------------------------------------------
 

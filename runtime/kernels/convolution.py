@@ -54,7 +54,7 @@ from poolir.runtime.kernels.ufunc_buffer import fitted
 from poolir.runtime.kernels.work_arrays import (SLOT_CONV_COLUMNS, SLOT_CONV_PHASES, SLOT_CONV_PRODUCT, SLOT_CONV_WIDE,
                                                 SLOT_RESULT, widened, work_array)
 
-__all__ = ["conv", "group_weights"]
+__all__ = ["BiasedWeights", "conv", "conv_biased", "group_weights"]
 
 
 def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, windows: Sequence[AxisWindow],
@@ -87,6 +87,48 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, window
     return _finished(y, fresh, bias, x.dtype)
 
 
+class BiasedWeights:
+    """Constant float32/float64 weights [M, C, *kernel] and bias [M] of a one-group convolution, packed once as
+    the matrix [1, M, K + 1] (K = C * prod(kernel)) whose last column is the bias. The GEMM strategies multiply
+    it into their columns with a row of ones below: the bias becomes one more term of each dot product instead
+    of a pass over the result (per-channel additions run at a third of numpy's speed on 7x7 and 14x14 images).
+    `w` and `bias` are views of the matrix (no second copy). Worth it where the ones row is free or cheap:
+    gathered columns (im2col), or a 1x1 convolution whose input has at most as many channels as its output
+    (the input is copied under the ones row; measured 256x64 on 56x56: 465 -> 439 us, 64x256: 475 -> 492)."""
+
+    __slots__ = ("matrix", "w", "bias")
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray):
+        filters, size = w.shape[0], math.prod(w.shape[1:])
+        self.matrix = np.empty((1, filters, size + 1), dtype=w.dtype)
+        self.matrix[0, :, :size] = w.reshape(filters, size)
+        self.matrix[0, :, size] = bias
+        self.w = self.matrix[0, :, :size].reshape(w.shape)
+        self.bias = self.matrix[0, :, size]
+
+    @staticmethod
+    def pays(w: np.ndarray, bias, groups: int, pointwise: bool) -> bool:
+        """Whether packing these constants saves work (see the class doc)."""
+        return (bias is not None and groups == 1 and w.dtype in (np.float32, np.float64) and bias.dtype == w.dtype
+                and w.ndim >= 3 and bias.shape == w.shape[:1] and (not pointwise or w.shape[1] <= w.shape[0]))
+
+
+def conv_biased(x: np.ndarray, weights: BiasedWeights, *, windows: Sequence[AxisWindow]) -> np.ndarray:
+    """conv(x, weights.w, weights.bias, windows=windows): the same sums, with the bias added inside the matrix
+    product (its order is BLAS's either way). Returns a fresh array."""
+    x, w, bias = _checked(x, weights.w, weights.bias, windows, 1)
+    if x.dtype != w.dtype or w.shape[0] == 0 or x.shape[0] == 0 or w.shape[1] > w.shape[0] and all(
+            _is_identity(window) for window in windows):
+        return conv(x, w, bias, windows=windows)
+    out = tuple(window.output for window in windows)
+    check_allocation(x.shape[:1] + w.shape[:1] + out, x.itemsize, "the convolution output")
+    if all(_is_identity(window) for window in windows):
+        y, _ = _pointwise(x, weights.matrix, 1, x.dtype, True, ones_row=True)
+    else:
+        y, _ = _im2col_gemm(x, weights.matrix, windows, 1, x.dtype, True, ones_row=True)
+    return y
+
+
 def group_weights(weights: np.ndarray) -> tuple[np.ndarray, int]:
     """OpenVINO GroupConvolution weights [G, M/G, C/G, *kernel] as conv weights [M, C/G, *kernel] and G.
 
@@ -103,25 +145,40 @@ def group_weights(weights: np.ndarray) -> tuple[np.ndarray, int]:
 # Strategies
 # --------------------------------------------------------------------------------------------------
 
-def _pointwise(x: np.ndarray, w: np.ndarray, groups: int, acc: np.dtype, fresh: bool) -> tuple[np.ndarray, bool]:
-    """1x1, stride 1, no pads: per group, weights [M/G, C/G] times the image as a [C/G, P] matrix."""
+def _pointwise(x: np.ndarray, w: np.ndarray, groups: int, acc: np.dtype, fresh: bool,
+               ones_row: bool = False) -> tuple[np.ndarray, bool]:
+    """1x1, stride 1, no pads: per group, weights [M/G, C/G] times the image as a [C/G, P] matrix. With
+    `ones_row` (one group; w is BiasedWeights.matrix) the image is copied above a row of ones."""
     n, c = x.shape[:2]
     spatial = x.shape[2:]
-    m = w.shape[0]
-    columns = widened(x, acc).reshape(n, groups, c // groups, math.prod(spatial))
-    y = _result_array((n, groups, m // groups, math.prod(spatial)), acc, fresh)
-    np.matmul(_weight_matrices(w, groups, acc), columns, out=y)
+    m = w.shape[1] if ones_row else w.shape[0]
+    size = math.prod(spatial)
+    if ones_row:
+        columns = work_array(SLOT_CONV_COLUMNS, (n, 1, c + 1, size), acc)
+        np.copyto(columns[:, 0, :c], x.reshape(n, c, size))
+        columns[:, 0, c] = 1
+        matrices = w
+    else:
+        columns = widened(x, acc).reshape(n, groups, c // groups, size)
+        matrices = _weight_matrices(w, groups, acc)
+    y = _result_array((n, groups, m // groups, size), acc, fresh)
+    np.matmul(matrices, columns, out=y)
     return y.reshape((n, m) + spatial), fresh
 
 
 def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], groups: int,
-                 acc: np.dtype, fresh: bool) -> tuple[np.ndarray, bool]:
-    """Gather every tap into columns [N, C, T, *out] (T = prod(kernel)), then one matmul per group."""
+                 acc: np.dtype, fresh: bool, ones_row: bool = False) -> tuple[np.ndarray, bool]:
+    """Gather every tap into columns [N, C, T, *out] (T = prod(kernel)), then one matmul per group. With
+    `ones_row` (one group; w is BiasedWeights.matrix) a row of ones follows the columns."""
     n, c = x.shape[:2]
-    m = w.shape[0]
+    m = w.shape[1] if ones_row else w.shape[0]
     out = tuple(window.output for window in windows)
     taps = math.prod(window.kernel for window in windows)
-    columns = work_array(SLOT_CONV_COLUMNS, (n, c, taps) + out, acc)
+    rows = c * taps
+    packed = work_array(SLOT_CONV_COLUMNS, (n, rows + ones_row, math.prod(out)), acc)
+    if ones_row:
+        packed[:, rows] = 1
+    columns = packed[:, :rows].reshape((n, c, taps) + out)
     for tap, boxes in enumerate(_tap_boxes(windows)):
         target = columns[:, :, tap]
         if boxes is None:                      # this tap reads only padding for every output
@@ -131,9 +188,9 @@ def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], gr
         np.copyto(target[(Ellipsis,) + out_box], x[(Ellipsis,) + tuple(src for _, _, src in boxes)],
                   casting="unsafe")
         _zero_outside(target, [(lo, hi) for lo, hi, _ in boxes])
-    per_group = columns.reshape(n, groups, (c // groups) * taps, math.prod(out))
+    per_group = packed.reshape(n, groups, (rows + ones_row) // groups, math.prod(out))
     y = _result_array((n, groups, m // groups, math.prod(out)), acc, fresh)
-    np.matmul(_weight_matrices(w, groups, acc), per_group, out=y)
+    np.matmul(w if ones_row else _weight_matrices(w, groups, acc), per_group, out=y)
     return y.reshape((n, m) + out), fresh
 
 
@@ -349,7 +406,7 @@ def _is_identity(window: AxisWindow) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 def _checked(x, w, bias, windows: Sequence[AxisWindow], groups: int):
-    x, w, bias = _native(x), _native(w), None if bias is None else _native(bias)
+    x, w, bias = _native(x), _native_order(w), None if bias is None else _native_order(bias)
     for name, array in (("input", x), ("weights", w), ("bias", bias)):
         if array is not None and not is_float(array.dtype):
             raise UsageError(f"convolution {name} of element type {array.dtype} is not supported "
@@ -380,7 +437,12 @@ def _checked(x, w, bias, windows: Sequence[AxisWindow], groups: int):
 
 
 def _native(array) -> np.ndarray:
-    array = np.ascontiguousarray(array)
+    return _native_order(np.ascontiguousarray(array))
+
+
+def _native_order(array) -> np.ndarray:
+    """array in native byte order; weights and bias need no more (the strategies reshape or copy them)."""
+    array = np.asarray(array)
     return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 

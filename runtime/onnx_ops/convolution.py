@@ -21,7 +21,7 @@ import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.ir.geometry import AxisWindow, pool_windows
-from poolir.runtime.kernels.convolution import conv
+from poolir.runtime.kernels.convolution import BiasedWeights, conv, conv_biased
 from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
 from poolir.runtime.onnx_ops.registry import INT, INTS, STRING, Attribute, NodeContext, OnnxOpVersion, Step, \
     adapter, define
@@ -123,6 +123,9 @@ class ConvStep:
         self._plans: dict[tuple, tuple[AxisWindow, ...]] = {}
 
     def __call__(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> tuple:
+        return (conv(x, w, b, windows=self.windows(x, w, b), groups=self.spec.group),)
+
+    def windows(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> tuple[AxisWindow, ...]:
         key = (x.shape, w.shape, x.dtype)
         windows = self._plans.get(key)
         if windows is None:
@@ -130,7 +133,32 @@ class ConvStep:
             if b is not None and b.shape != (w.shape[0],):
                 raise UsageError(f"bias B of shape {list(b.shape)} must be [{w.shape[0]}], one value per filter")
             windows = self._plans[key] = self.spec.windows(x.shape, w.shape)
-        return (conv(x, w, b, windows=windows, groups=self.spec.group),)
+        return windows
+
+    def with_constants(self, w, b) -> PackedConvStep | None:
+        """This Conv with constant W and B bound and packed (kernels.convolution.BiasedWeights), taking x alone;
+        None where packing saves nothing."""
+        if not isinstance(w, np.ndarray) or not isinstance(b, np.ndarray):
+            return None
+        spec = self.spec
+        pointwise = (all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in spec.strides or ())
+                     and not any(spec.pads or ()))
+        if not BiasedWeights.pays(w, b, spec.group, pointwise):
+            return None
+        return PackedConvStep(self, BiasedWeights(w, b))
+
+
+class PackedConvStep:
+    """A ConvStep with its weights and bias bound as BiasedWeights: called with x alone."""
+
+    __slots__ = ("step", "weights")
+
+    def __init__(self, step: ConvStep, weights: BiasedWeights):
+        self.step, self.weights = step, weights
+
+    def __call__(self, x: np.ndarray) -> tuple:
+        weights = self.weights
+        return (conv_biased(x, weights, windows=self.step.windows(x, weights.w, weights.bias)),)
 
 
 @adapter("Conv")
@@ -146,4 +174,4 @@ def plan_conv(ctx: NodeContext) -> Step:
     return ConvStep(spec, ctx.version)
 
 
-__all__ = ["ConvStep", "OnnxConv", "onnx_conv"]
+__all__ = ["ConvStep", "OnnxConv", "PackedConvStep", "onnx_conv"]

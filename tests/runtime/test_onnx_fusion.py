@@ -84,7 +84,7 @@ def test_folded_conv_agrees_with_onnxruntime_and_the_unfused_plan(dtype, bias, g
 @pytest.mark.parametrize("case", [dict(extra_reader=True), dict(conv_is_output=True), dict(statistics_input=True),
                                   dict(dtype=np.float16), dict(spatial=0, statistics_shape=(8, 9, 9))])
 def test_no_folding_where_it_could_show(case):
-    model, feeds = _model(**case)
+    model, feeds = _model(**case, bias=False)   # a Conv bias would be packed into the product (rounding)
     fused, seen = _run(model, feeds, fuse=True)
     unfused, _ = _run(model, feeds, fuse=False)
     assert "y" in seen                                   # the Conv ran as written
@@ -103,9 +103,10 @@ def test_per_channel_statistics_under_spatial_0_are_refused_fused_or_not(fuse):
 def test_folding_drops_the_replaced_constants():
     """The fused plan holds the folded weights instead of the originals, not beside them (peak memory)."""
     model, _ = _model()
-    constants = runtime.Session(model)._program._constants
-    assert not {"W", "B", "scale", "beta", "mean", "var"} & set(constants)
-    assert sum(value.size for value in constants.values()) == 8 * 8 * 9 + 8
+    program = runtime.Session(model)._program
+    assert not program._constants          # folded, then packed with the bias (BiasedWeights): one matrix in all
+    (step,) = [step for step, *_ in program._steps]
+    assert step.weights.matrix.shape == (1, 8, 8 * 9 + 1)
 
 
 def test_folded_name_never_collides_with_a_graph_tensor():
@@ -127,7 +128,7 @@ def _with_relu(model, source: str, name: str = "r"):
 
 def test_relu_after_a_conv_runs_in_place_bit_for_bit():
     """Conv -> Relu fuses into one step that clips the Conv's fresh result in place: the same bits as the two nodes."""
-    model, feeds = _model()
+    model, feeds = _model(bias=False)
     model.graph.node.pop()                               # no BatchNormalization: x -> Conv 'y' -> Relu 'r'
     model.graph.output.pop()
     _with_relu(model, "y")
@@ -153,7 +154,7 @@ def test_conv_batch_norm_relu_fuse_into_one_step():
 
 def test_relu_reads_a_conv_output_that_something_else_reads_too():
     """The Conv's output is read by the Relu and by the BatchNormalization: neither may take it over."""
-    model, feeds = _with_relu(_model()[0], "y"), _model()[1]
+    model, feeds = _with_relu(_model(bias=False)[0], "y"), _model(bias=False)[1]
     fused, seen = _run(model, feeds, fuse=True)
     unfused, _ = _run(model, feeds, fuse=False)
     assert "y" in seen
@@ -162,7 +163,7 @@ def test_relu_reads_a_conv_output_that_something_else_reads_too():
 
 
 def test_hard_swish_after_a_conv_runs_in_place_bit_for_bit():
-    model, feeds = _model()
+    model, feeds = _model(bias=False)
     model.graph.node.pop()
     model.graph.output.pop()
     model.graph.node.append(helper.make_node("HardSwish", ["y"], ["h"]))
@@ -231,3 +232,34 @@ def test_the_activation_still_checks_its_element_type(fuse):
     model, feeds = _elementwise_then_relu("Add", ["a", "b"], np.int32)
     with pytest.raises(PoolirError, match="int32 is not allowed for Relu-13"):
         runtime.Session(model, fuse=fuse).run(feeds)
+
+
+def _conv_model(channels: int, filters: int, kernel: int, bias: bool = True):
+    rng = np.random.default_rng(channels * 100 + filters)
+    inits = [numpy_helper.from_array(rng.standard_normal((filters, channels, kernel, kernel)).astype(np.float32), "W")]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.standard_normal(filters).astype(np.float32), "B"))
+    node = helper.make_node("Conv", ["x", "W", "B"][:2 + bias], ["y"], pads=[kernel // 2] * 4)
+    graph = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, channels, 7, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return model, {"x": rng.standard_normal((2, channels, 7, 6)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("channels, filters, kernel, packed", [(3, 8, 3, True), (8, 3, 3, True), (4, 16, 1, True),
+                                                               (16, 16, 1, True), (16, 4, 1, False)])
+def test_conv_bias_packed_into_the_product_where_it_saves_work(channels, filters, kernel, packed):
+    """A constant bias joins the matrix product as one more column (kernels.convolution.BiasedWeights): gathered
+    columns always, a 1x1 convolution when its input has at most as many channels as its output."""
+    model, feeds = _conv_model(channels, filters, kernel)
+    session = runtime.Session(model)
+    assert ("W" in session._program._constants) is not packed      # packed: the plan holds the matrix alone
+    fused = session.run(feeds)["y"]
+    unfused = runtime.Session(model, fuse=False).run(feeds)["y"]
+    ok, max_abs, _ = agree(fused, onnxruntime_run(model, feeds)["y"])
+    assert ok, max_abs
+    if packed:
+        ok, max_abs, _ = agree(fused, unfused)
+        assert ok, max_abs
+    else:
+        np.testing.assert_array_equal(fused, unfused)
