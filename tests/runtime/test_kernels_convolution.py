@@ -28,7 +28,7 @@ from poolir.ir.geometry import pool_windows
 from tests.peers import onnxruntime_run
 
 
-from poolir.runtime.kernels import convolution
+from poolir.runtime.kernels import convolution, depthwise
 conv, group_weights = convolution.conv, convolution.group_weights
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
@@ -222,8 +222,8 @@ def test_every_depthwise_layout_matches_the_oracle(case: Case, largest_channels_
     # whether channels-last merges the last axis with the channels, and the column budget how many channels
     # channels-first multiplies per matrix product: every grid case runs all four.
     monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", largest_channels_last_image)
-    monkeypatch.setattr(convolution, "_TILED_WEIGHTS_MAX_BYTES", largest_tiled_weights)
-    monkeypatch.setattr(convolution, "_DEPTHWISE_COLUMN_BYTES", column_bytes)
+    monkeypatch.setattr(depthwise, "_TILED_WEIGHTS_MAX_BYTES", largest_tiled_weights)
+    monkeypatch.setattr(depthwise, "_DEPTHWISE_COLUMN_BYTES", column_bytes)
     test_conv_matches_the_oracle(case)
 
 
