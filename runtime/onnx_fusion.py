@@ -1,6 +1,7 @@
 """The fusions of the ONNX executor: an inference BatchNormalization folded into the Conv that feeds it, and a
 Relu or HardSwish applied in place to the fresh result of the Conv, Add or Sum before it (`ActivationInPlace`; bit
-for bit what the node computes, without a second array).
+for bit what the node computes, without a second array). The executor also binds a Conv's constant weights and bias
+into its step, the bias packed into the matrix product (kernels.convolution.BiasedWeights), under the same switch.
 
 onnxruntime (ConvBNFusion) and OpenVINO (its ONNX frontend's BatchNorm decomposition, then weight fusion) both
 fold it, and OpenVINO's IRs of such networks hold only the folded Convolution. With f = scale / sqrt(var + eps)
@@ -13,8 +14,8 @@ rounds each weight once more (half an ulp), and the scaling is applied to the pr
 sum; both are inside the bound that summation order already gives a convolution (K * eps * sum |x * w'|).
 What it saves: BatchNorm's three whole-tensor passes (ResNet-50: 53 BatchNorms, 4.9 of 56 ms).
 
-Either way the Conv's own output is never seen, so `observe` does not see it; `Session(model, fuse=False)` plans
-every node as written (poolir verify's runtime paths do, so that they expose every tensor).
+A fused-away tensor (the Conv's own output) is never computed, so `observe` does not see it;
+`Session(model, fuse=False)` plans every node as written (poolir verify's runtime paths do, so that they expose every tensor).
 
 Folded only when nothing else can tell: the Conv's output feeds this BatchNormalization alone and is not a
 graph output; W, B and the four statistics are constants of one float32 or float64 type, the statistics one

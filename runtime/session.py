@@ -65,9 +65,10 @@ def load_program(model: Any, fuse: bool = True) -> tuple[Program, str | None]:
 class Session:
     """A model validated and planned once, ready to run many times.
 
-    `fuse` (default True) lets the plan fold an ONNX BatchNormalization into the Conv that feeds it, as
-    onnxruntime and OpenVINO do (runtime.onnx_fusion): results change by rounding only, and the Conv's own output
-    is never computed, so `observe` does not see it. With fuse=False every node runs as written."""
+    `fuse` (default True) lets an ONNX plan fuse as onnxruntime and OpenVINO do (runtime.onnx_fusion): a
+    BatchNormalization folded into the Conv before it, a Relu or HardSwish written into the result before it, a
+    constant Conv bias added inside the matrix product. Results change by rounding only, and a fused-away tensor is
+    never computed, so `observe` does not see it. With fuse=False every node runs as written."""
 
     def __init__(self, model: Any, *, fuse: bool = True):
         keep_freed_memory()
