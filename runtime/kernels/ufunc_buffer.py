@@ -59,9 +59,12 @@ class fitted:  # noqa: N801 (used as a function: `with fitted(a, b): ...`)
 
     def __init__(self, *operands):
         self.size = self.previous = None
-        shapes = [operand.shape for operand in operands if isinstance(operand, np.ndarray) and operand.ndim]
-        if len(shapes) < 2 or all(shape == shapes[0] for shape in shapes):
-            return                                  # nothing broadcast (a scalar merges with anything)
+        arrays = [operand for operand in operands if isinstance(operand, np.ndarray) and operand.ndim]
+        if len(arrays) < 2 or max(array.size for array in arrays) < _SMALLEST_TENSOR:
+            return    # a small operation, or a scalar (merges with anything); the largest operand decides, cheaply
+        shapes = [array.shape for array in arrays]
+        if all(shape == shapes[0] for shape in shapes):
+            return                                  # nothing broadcast
         run, total = merged_run(*shapes)
         if _LONG_RUN <= run < np.getbufsize() and run < total and total >= _SMALLEST_TENSOR:
             self.size = -(-run // _BUFFER_MULTIPLE) * _BUFFER_MULTIPLE
