@@ -263,3 +263,56 @@ def test_conv_bias_packed_into_the_product_where_it_saves_work(channels, filters
         assert ok, max_abs
     else:
         np.testing.assert_array_equal(fused, unfused)
+
+
+def _random_chain(seed: int):
+    """x -> Conv (random geometry, groups, bias) -> BatchNormalization? -> Relu/HardSwish? -> Add of a second Conv
+    branch? -> Relu?: the patterns the plan fuses, in random combinations, float32."""
+    rng = np.random.default_rng(seed)
+    channels = int(rng.choice([2, 4, 6]))
+    group = int(rng.choice([g for g in (1, 2, channels) if channels % g == 0]))
+    filters = group * int(rng.integers(1, 4))
+    kernel, stride, pad = int(rng.choice([1, 3])), int(rng.choice([1, 2])), int(rng.integers(0, 2))
+    size = int(rng.integers(5, 10))
+    inits = [numpy_helper.from_array(rng.standard_normal((filters, channels // group, kernel, kernel))
+                                     .astype(np.float32), "W")]
+    conv_inputs = ["x", "W"]
+    if rng.random() < 0.7:
+        inits.append(numpy_helper.from_array(rng.standard_normal(filters).astype(np.float32), "B"))
+        conv_inputs.append("B")
+    nodes = [helper.make_node("Conv", conv_inputs, ["c"], kernel_shape=[kernel, kernel], strides=[stride, stride],
+                              pads=[pad] * 4, group=group)]
+    last = "c"
+    if rng.random() < 0.6:
+        for name, value in (("s", rng.uniform(0.5, 2, filters)), ("t", rng.standard_normal(filters)),
+                            ("m", rng.standard_normal(filters)), ("v", rng.uniform(0.2, 2, filters))):
+            inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+        nodes.append(helper.make_node("BatchNormalization", [last, "s", "t", "m", "v"], ["n"]))
+        last = "n"
+    activation = rng.choice(["Relu", "HardSwish", ""])
+    if activation:
+        nodes.append(helper.make_node(str(activation), [last], ["a"]))
+        last = "a"
+    if rng.random() < 0.5:
+        nodes.append(helper.make_node("Conv", conv_inputs, ["c2"], kernel_shape=[kernel, kernel],
+                                      strides=[stride, stride], pads=[pad] * 4, group=group))
+        nodes.append(helper.make_node(str(rng.choice(["Add", "Sum"])), [last, "c2"], ["sum"]))
+        nodes.append(helper.make_node("Relu", ["sum"], ["out"]))
+        last = "out"
+    graph = helper.make_graph(nodes, f"chain{seed}",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, channels, size, size])],
+                              [helper.make_tensor_value_info(last, TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)], ir_version=8)
+    return model, {"x": rng.standard_normal((2, channels, size, size)).astype(np.float32)}, last
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_random_fusable_chains_agree_with_onnxruntime_fused_or_not(seed):
+    model, feeds, output = _random_chain(seed)
+    fused = runtime.Session(model).run(feeds)[output]
+    unfused = runtime.Session(model, fuse=False).run(feeds)[output]
+    expected = onnxruntime_run(model, feeds)[output]
+    for got in (fused, unfused):
+        ok, max_abs, _ = agree(got, expected)
+        assert ok, f"differs from onnxruntime by {max_abs}"
+    assert fused.dtype == unfused.dtype == np.float32 and fused.shape == unfused.shape
