@@ -284,7 +284,9 @@ class OnnxProgram:
             return False
         step, conv_inputs, _, label, _ = steps[position]
         x, weights, bias = (list(conv_inputs) + [""] * 3)[:3]
-        if bias and bias not in self._constants:
+        # The folded weights replace the Conv's own: weights another node reads too would be held twice (a
+        # hostile model sharing one large W among many Conv+BN pairs would multiply the plan's memory).
+        if weights not in single_use or bias and bias not in single_use or bias and bias not in self._constants:
             return False
         statistics = [self._constants.get(name) for name in node.input[1:5]]
         if any(value is None for value in statistics):
@@ -302,7 +304,7 @@ class OnnxProgram:
             names.append(name)
             single_use.add(name)     # read by the fused step alone
         for name in (weights, bias, *node.input[1:5]):
-            if name in single_use:
+            if name in single_use:    # the statistics may be read elsewhere; W and B are single-use here
                 self._constants.pop(name, None)
         steps[position] = [step, [x, *names], [node.output[0]], label, ()]
         return True
@@ -313,7 +315,8 @@ class OnnxProgram:
         plan's table when nothing else reads them."""
         outer, inputs = step[0], step[1]
         inner = outer.producer if isinstance(outer, ActivationInPlace) else outer
-        if not isinstance(inner, ConvStep) or len(inputs) != 3:
+        # Packing copies W and B: only where the copy replaces them (see _fold_into_conv).
+        if not isinstance(inner, ConvStep) or len(inputs) != 3 or not all(name in single_use for name in inputs[1:]):
             return
         packed = inner.with_constants(self._constants.get(inputs[1]), self._constants.get(inputs[2]))
         if packed is None:
@@ -324,8 +327,7 @@ class OnnxProgram:
             outer.producer = packed
         step[1] = inputs[:1]
         for name in inputs[1:]:
-            if name in single_use:
-                self._constants.pop(name, None)
+            self._constants.pop(name, None)
 
     # -- execution ----------------------------------------------------------------------------------
 

@@ -316,3 +316,24 @@ def test_random_fusable_chains_agree_with_onnxruntime_fused_or_not(seed):
         ok, max_abs, _ = agree(got, expected)
         assert ok, f"differs from onnxruntime by {max_abs}"
     assert fused.dtype == unfused.dtype == np.float32 and fused.shape == unfused.shape
+
+
+def test_weights_shared_by_two_convs_are_neither_folded_nor_packed_twice():
+    """One W and B read by two Conv nodes, each followed by a BatchNormalization: folding or packing would hold a
+    copy per Conv (a hostile model could share one large W among thousands). Both run as written, from the one W."""
+    model, feeds = _model()
+    model.graph.node.append(helper.make_node("Conv", ["x", "W", "B"], ["y2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    model.graph.node.append(helper.make_node("BatchNormalization", ["y2", "scale", "beta", "mean", "var"], ["z2"],
+                                             epsilon=1e-3))
+    model.graph.output.append(helper.make_tensor_value_info("z2", TensorProto.FLOAT, None))
+    session = runtime.Session(model)
+    constants = session._program._constants
+    assert {"W", "B"} <= set(constants)
+    assert sum(value.nbytes for value in constants.values()) == sum(
+        numpy_helper.to_array(init).nbytes for init in model.graph.initializer)
+    seen = []
+    fused = session.run(feeds, lambda name, value: seen.append(name))
+    assert "y" in seen and "y2" in seen
+    unfused = runtime.Session(model, fuse=False).run(feeds)
+    for name in ("z", "z2"):
+        np.testing.assert_array_equal(fused[name], unfused[name])
