@@ -240,7 +240,8 @@ def _conv_model(channels: int, filters: int, kernel: int, bias: bool = True):
     if bias:
         inits.append(numpy_helper.from_array(rng.standard_normal(filters).astype(np.float32), "B"))
     node = helper.make_node("Conv", ["x", "W", "B"][:2 + bias], ["y"], pads=[kernel // 2] * 4)
-    graph = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, channels, 7, 6])],
+    graph = helper.make_graph([node], "conv",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, channels, 7, 6])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     return model, {"x": rng.standard_normal((2, channels, 7, 6)).astype(np.float32)}
