@@ -130,7 +130,7 @@ class OnnxProgram:
 
     def __init__(self, model: onnx.ModelProto, *, source: str | None = None, fuse: bool = True):
         self.source = source
-        self._fuse = fuse  # fold BatchNormalization into the Conv before it (runtime.onnx_fusion)
+        self._fuse = fuse  # plan the fusions of runtime.onnx_fusion (Session's `fuse`)
         refuse_external_data(model, source)
         model, _ = in_dependency_order(model, source)  # onnx shape inference (planning) reads the file order
         graph = model.graph  # never resolved against the current folder
@@ -203,8 +203,8 @@ class OnnxProgram:
         steps, op_types = [], []
         single_use = single_use_outputs(graph.node, self.outputs) if self._fuse else set()
         convs: dict[str, int] = {}  # a Conv's output read by one node only -> the Conv's position in `steps`
-        fresh: dict[str, int] = {}  # the same for every step whose result is always a fresh array (FRESH_RESULTS)
-        self._taken = {name for node in graph.node for name in (*node.input, *node.output)} if self._fuse else set()
+        fresh: dict[str, int] = {}  # the same for every step whose result is always a fresh array (fresh_result)
+        taken = {name for node in graph.node for name in (*node.input, *node.output)} if self._fuse else set()
         for index, node in self._ordered_nodes(graph):
             label = self._label(index, node)
             version = op_version(node.op_type, self.opset)
@@ -239,7 +239,7 @@ class OnnxProgram:
             if node.op_type == "BatchNormalization" and node.input[0] in convs:
                 position = convs.pop(node.input[0])
                 fresh.pop(node.input[0])
-                if self._fold_into_conv(node, attrs, steps, position, single_use):
+                if self._fold_into_conv(node, attrs, steps, position, single_use, taken):
                     if outputs[0] in single_use:
                         convs[outputs[0]] = fresh[outputs[0]] = position
                     continue
@@ -275,7 +275,8 @@ class OnnxProgram:
         return [(step, tuple(inputs), tuple(outputs), label, tuple(releases.get(position, ())))
                 for position, (step, inputs, outputs, label, _) in enumerate(steps)]
 
-    def _fold_into_conv(self, node: onnx.NodeProto, attrs, steps: list, position: int, single_use: set[str]) -> bool:
+    def _fold_into_conv(self, node: onnx.NodeProto, attrs, steps: list, position: int, single_use: set[str],
+                        taken: set[str]) -> bool:
         """Replace the Conv step that feeds this BatchNormalization by one with folded weights writing the
         BatchNormalization's output (runtime.onnx_fusion); False, changing nothing, when they do not qualify.
         The constants the fold replaced are dropped at once when nothing else reads them: the plan never holds
@@ -298,7 +299,7 @@ class OnnxProgram:
         names = []
         for suffix, value in zip(("W", "B"), fold):
             name = f"{node.output[0]} (folded {suffix})"
-            while name in self._constants or name in self._taken:
+            while name in self._constants or name in taken:   # a new name
                 name += "'"
             self._constants[name] = value
             names.append(name)
@@ -311,8 +312,8 @@ class OnnxProgram:
 
     def _bind_conv_constants(self, step: list, single_use: set[str]) -> None:
         """A Conv step (or a fused one around it) with constant W and B takes them packed with the bias in the
-        matrix product (onnx_ops.convolution.PackedConvStep), where that saves work; the constants then leave the
-        plan's table when nothing else reads them."""
+        matrix product (onnx_ops.convolution.PackedConvStep), where that saves work and W and B are read by this Conv
+        alone; the packed copy then replaces them in the plan."""
         outer, inputs = step[0], step[1]
         inner = outer.producer if isinstance(outer, ActivationInPlace) else outer
         # Packing copies W and B: only where the copy replaces them (see _fold_into_conv).

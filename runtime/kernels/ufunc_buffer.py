@@ -27,7 +27,8 @@ import numpy as np
 
 _BUFFER_MULTIPLE = 16        # numpy refuses other buffer sizes
 _LONG_RUN = 384              # the measured crossover: shorter runs are faster with the default buffer
-_SMALLEST_TENSOR = 1 << 16   # below this many elements the two setbufsize calls (about 2 us) do not pay
+_SMALLEST_TENSOR = 1 << 16   # below this many output elements the two setbufsize calls (about 2 us) do not pay;
+                             # an operation whose largest operand is smaller is left alone before any shape arithmetic
 
 
 def merged_run(*shapes: tuple[int, ...]) -> tuple[int, int]:
