@@ -66,7 +66,8 @@ def plan_windows(pool: OnnxPool, spatial: Sequence[int | None]) -> tuple[IrWindo
     if pool.auto_pad == "valid":
         return IrWindows((0,) * rank, (0,) * rank, "floor", exclude_pad=exclude_pad), out_spatial
     if pool.rounding == "floor":
-        return IrWindows(pool.pads_begin, pool.pads_end, "floor", exclude_pad=exclude_pad), out_spatial
+        ends = _exclude_pad_ends(specs, windows) if family == "avg" and exclude_pad else pool.pads_end
+        return IrWindows(pool.pads_begin, ends, "floor", exclude_pad=exclude_pad), out_spatial
     axes: list[WantedAxis] = [w if w is not None else spec for spec, w in zip(specs, windows)]
     if exclude_pad:
         return fit_rounding(axes, full_kernel_divisor=False, exclude_pad=True), out_spatial
@@ -104,6 +105,33 @@ def plan_windows(pool: OnnxPool, spatial: Sequence[int | None]) -> tuple[IrWindo
                           ceil_torch_is_onnx=not any(pool.pads_end))
     return IrWindows(fitted.pads_begin, fitted.pads_end, fitted.rounding, exclude_pad=True,
                      pre_pad=(pool.pads_begin, pool.pads_end)), out_spatial
+
+
+def _exclude_pad_ends(specs: Sequence[AxisSpec], windows: Sequence[AxisWindow | None]) -> tuple[int, ...]:
+    """The pads_end of an exclude-pad AvgPool with floor rounding. OpenVINO refuses one whose pads reach the
+    dilated kernel (ir.ops.pooling, rule 5), which PyTorch's TorchScript exporter writes below opset 10, where
+    AveragePool has no ceil_mode: it emulates ceil_mode=True by a larger pad_end (AvgPool2d(3, 2, 1,
+    ceil_mode=True) on L=24: pads (1, 3)). Exclude-pad divides by the real taps, so the pads only decide how
+    many windows there are; the pad_end that just covers the last window keeps that count (the last window
+    ends at L - 1 + pe) and is below the dilated kernel, because that window holds a real tap."""
+    ends = []
+    for axis, (spec, window) in enumerate(zip(specs, windows)):
+        if max(spec.pad_begin, spec.pad_end) < spec.effective_kernel:
+            ends.append(spec.pad_end)
+        elif window is None:
+            raise ConversionError(
+                f"spatial axis {axis}: an exclude-pad AveragePool with pads {spec.pad_begin}, {spec.pad_end} not "
+                f"smaller than the dilated kernel {spec.effective_kernel} on a dynamic axis: OpenVINO refuses "
+                "those pads, and the smaller pad_end that gives ONNX's windows depends on the input length; fix "
+                "the shape with --input-shape")
+        elif not window.real_taps().all():
+            raise ConversionError(
+                f"spatial axis {axis}: a window lies entirely in the padding (pads {spec.pad_begin}, "
+                f"{spec.pad_end}, dilated kernel {spec.effective_kernel}) and averages no input element; "
+                "OpenVINO refuses such an exclude-pad AvgPool, so no exact IR exists")
+        else:
+            ends.append(covering_pad_end(window))
+    return tuple(ends)
 
 
 def _padded_windows_for_every_length(pool: OnnxPool) -> IrWindows:
