@@ -6,6 +6,10 @@ OpenVINO's IR with f32 weights and again with compress_to_fp16, and prints one m
 `ok <max abs error>`, `DIFFERS <max abs error> (<outputs>)` or `refused: <poolir's message>`. NAME limits the
 rows to networks whose name contains it. Exit status 1 when any cell is not ok.
 
+`--onnx DIR` runs the same paths on every .onnx file in DIR instead (its first input fed seeded random numbers
+in its declared shape, a symbolic dim as 1): real exports, such as the torchvision models that
+`python -m tests.networks.export_torchvision DIR` writes with PyTorch's two exporters.
+
 It lives beside the tests because it uses their networks and peers (tests/networks), which are not part of the
 installed package; test_six_paths.py asserts the same cells.
 """
@@ -19,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from tests.networks import torchvision, zoo
@@ -51,6 +56,26 @@ def _zoo(name, folder):
     return path, zoo.random_feeds(model, INPUT_SEED)
 
 
+def _file_cases(folder: Path):
+    for path in sorted(Path(folder).glob("*.onnx")):
+        yield path.stem, lambda _, p=path: (p, _random_feeds(p))
+
+
+def _random_feeds(path: Path) -> dict:
+    model = onnx.load(path, load_external_data=False)
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    rng = np.random.default_rng(INPUT_SEED)
+    feeds = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        shape = [dim.dim_value if dim.HasField("dim_value") else 1 for dim in tensor.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        feeds[value.name] = rng.standard_normal(shape).astype(dtype)
+    return feeds
+
+
 def row(make) -> dict[str, str]:
     """The cells of one network: every path, OpenVINO's IR with f32 and with f16 weights."""
     with tempfile.TemporaryDirectory(prefix="poolir-paths-") as folder:
@@ -67,8 +92,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.networks.paths_table", description=__doc__.split("\n")[0])
     parser.add_argument("names", nargs="*", help="only networks whose name contains one of these")
     parser.add_argument("--no-zoo", action="store_true", help="only the torchvision-shaped networks (seconds)")
+    parser.add_argument("--onnx", metavar="DIR", type=Path, help="every .onnx file in DIR instead")
     arguments = parser.parse_args(argv)
-    cases = list(_torchvision_cases()) + ([] if arguments.no_zoo else list(_zoo_cases()))
+    if arguments.onnx:
+        cases = list(_file_cases(arguments.onnx))
+    else:
+        cases = list(_torchvision_cases()) + ([] if arguments.no_zoo else list(_zoo_cases()))
     if arguments.names:
         cases = [(label, make) for label, make in cases if any(name in label for name in arguments.names)]
     print("| network | " + " | ".join(COLUMNS) + " |")
