@@ -77,7 +77,7 @@ def test_openvino_runs_the_ir_and_matches_the_real_taps_average(shape, kernel, s
 
 
 def test_a_window_wholly_in_the_padding_is_refused():
-    # pads_end 4 on L=6, k=2, s=2: windows start at 0, 2, 4, 6, 8; the last reads positions 8 and 9, past the input.
+    # pads_end 4 on L=6, k=2, s=2: windows start at 0, 2, 4, 6, 8; the last two read padding only.
     model = _model((1, 1, 6), [2], [2], [1], [0, 4], 9)
     with pytest.raises(ConversionError, match="entirely in the padding"):
         onnx_to_ir(model)

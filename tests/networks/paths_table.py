@@ -6,8 +6,8 @@ OpenVINO's IR with f32 weights and again with compress_to_fp16, and prints one m
 `ok <max abs error>`, `DIFFERS <max abs error> (<outputs>)` or `refused: <poolir's message>`. NAME limits the
 rows to networks whose name contains it. Exit status 1 when any cell is not ok.
 
-`--onnx DIR` runs the same paths on every .onnx file in DIR instead (its first input fed seeded random numbers
-in its declared shape, a symbolic dim as 1): real exports, such as the torchvision models that
+`--onnx DIR` runs the same paths on every .onnx file in DIR instead (every input fed seeded random numbers in
+its declared shape, a symbolic dim as 1): real exports, such as the torchvision models that
 `python -m tests.networks.export_torchvision DIR` writes with PyTorch's two exporters.
 
 It lives beside the tests because it uses their networks and peers (tests/networks), which are not part of the
