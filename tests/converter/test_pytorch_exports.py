@@ -38,11 +38,14 @@ OPENVINO_IRS = sorted(path.stem for path in DATA.glob("*_openvino.xml"))
 OPENVINO_DIFFERS_FROM_PYTORCH = {"avg_ceil_include_pad_openvino"}
 
 
+def _pytorch(module: str) -> tuple[dict, dict]:
+    """The feeds and PyTorch's outputs of one module (every export of it shares them)."""
+    arrays = dict(np.load(DATA / f"{module}.npz"))
+    return {"x": arrays.pop("x")}, arrays
+
+
 def _case(name: str):
-    model = onnx.load(DATA / f"{name}.onnx")
-    arrays = dict(np.load(DATA / f"{name}.npz"))
-    feeds = {"x": arrays.pop("x")}
-    return model, feeds, arrays
+    return (onnx.load(DATA / f"{name}.onnx"), *_pytorch(name.rsplit("_", 1)[0]))
 
 
 def _exact_indices(actual: dict, expected: dict) -> None:
@@ -104,17 +107,15 @@ def test_every_module_has_openvinos_pytorch_frontend_ir():
 
 @pytest.mark.parametrize("name", OPENVINO_IRS)
 def test_openvinos_pytorch_frontend_ir_runs_in_poolir_as_in_openvino(name):
-    arrays = dict(np.load(DATA / f"{name}.npz"))
-    feed = arrays.pop("x")
-    openvino = {key.removeprefix("openvino_"): value for key, value in arrays.items() if key.startswith("openvino_")}
-    pytorch = {key: value for key, value in arrays.items() if not key.startswith("openvino_")}
+    feeds, pytorch = _pytorch(name.removesuffix("_openvino"))
+    openvino = dict(np.load(DATA / f"{name}.npz"))
     model = ir.read_model(DATA / f"{name}.xml")
     (parameter,) = [layer.name for layer in model.layers if layer.type == "Parameter"]
-    by_poolir = dict(zip(openvino, runtime.run(model, {parameter: feed}).values()))
+    by_poolir = dict(zip(openvino, runtime.run(model, {parameter: feeds["x"]}).values()))
     assert compare(by_poolir, openvino).ok, compare(by_poolir, openvino).detail
     _exact_indices(by_poolir, openvino)
     back = converter.ir_to_onnx(model)
-    by_onnxruntime = dict(zip(openvino, run_onnxruntime(back, {back.graph.input[0].name: feed}).values()))
+    by_onnxruntime = dict(zip(openvino, run_onnxruntime(back, {back.graph.input[0].name: feeds["x"]}).values()))
     assert compare(by_onnxruntime, openvino).ok, compare(by_onnxruntime, openvino).detail
     _exact_indices(by_onnxruntime, openvino)
     assert compare(openvino, pytorch).ok == (name not in OPENVINO_DIFFERS_FROM_PYTORCH)

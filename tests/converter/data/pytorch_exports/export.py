@@ -2,16 +2,16 @@
 
     python tests/converter/data/pytorch_exports/export.py     # needs torch (not a poolir dependency)
 
-Writes `<case>.onnx` (weights inside; every case is a bare pooling module) and `<case>.npz` (the input `x` and
-PyTorch's outputs `y`, and `indices` for return_indices) beside this file, for
-tests/converter/test_pytorch_exports.py. Exporters: `ts<opset>` is torch.onnx.export(dynamo=False) (the
+Writes, beside this file, `<module>.npz` (the input `x` and PyTorch's outputs `y`, and `indices` for
+return_indices) and `<module>_<exporter>.onnx` for each exporter (weights inside; every module is a bare pooling
+module), for tests/converter/test_pytorch_exports.py. Exporters: `ts<opset>` is torch.onnx.export(dynamo=False) (the
 TorchScript exporter) at that opset, `dynamo` is torch.onnx.export(dynamo=True) at opset 18. Made with torch
 2.15.0 and onnxscript 0.7.2.
 
 Each module also goes through OpenVINO's PyTorch frontend (openvino.convert_model(module, example_input=x), then
 save_model; OpenVINO 2026.4.1), which writes MaxPool-14, AvgPool-14, AdaptiveAvgPool/AdaptiveMaxPool-8, and Lp
-pooling as Sign/Abs/Power/AvgPool/ReLU: `<name>_openvino.xml` + `.bin`, and `<name>_openvino.npz` with `x`,
-PyTorch's outputs, and OpenVINO's own outputs on its IR (`openvino_y`, `openvino_indices`).
+pooling as Sign/Abs/Power/AvgPool/ReLU: `<module>_openvino.xml` + `.bin`, and `<module>_openvino.npz` with
+OpenVINO's own outputs on its IR (`y`, and `indices`).
 
 Below opset 10 AveragePool and MaxPool have no ceil_mode: the TorchScript exporter then emulates ceil_mode=True
 with a larger pad_end (for MaxPool, and for AvgPool with count_include_pad=False), or, for AvgPool with
@@ -91,23 +91,23 @@ def main() -> None:
             arrays.update(y=result[0].numpy(), indices=result[1].numpy())
         else:
             arrays["y"] = result.numpy()
+        np.savez(HERE / f"{name}.npz", **arrays)
         for exporter in exporters:
             export(name, module, x, exporter)
-            np.savez(HERE / f"{name}_{exporter}.npz", **arrays)
-        openvino_ir(name, module, x, arrays)
+        openvino_ir(name, module, x)
 
 
-def openvino_ir(name: str, module: nn.Module, x: torch.Tensor, arrays: dict) -> None:
+def openvino_ir(name: str, module: nn.Module, x: torch.Tensor) -> None:
     import openvino as ov
 
     xml = HERE / f"{name}_openvino.xml"
     ov.save_model(ov.convert_model(module, example_input=x), xml, compress_to_fp16=False)
     compiled = ov.Core().compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     results = compiled({0: x.numpy()})
-    outputs = {"openvino_y": results[compiled.outputs[0]]}
+    outputs = {"y": results[compiled.outputs[0]]}
     if len(compiled.outputs) > 1:
-        outputs["openvino_indices"] = results[compiled.outputs[1]]
-    np.savez(HERE / f"{name}_openvino.npz", **arrays, **outputs)
+        outputs["indices"] = results[compiled.outputs[1]]
+    np.savez(HERE / f"{name}_openvino.npz", **outputs)
 
 
 if __name__ == "__main__":
