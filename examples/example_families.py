@@ -376,3 +376,33 @@ def torch_network_examples() -> list[Example]:
         examples.append(Example(name, title, inputs, onnxruntime_run(model, inputs), source, onnx_model=model,
                                 tolerance=None))
     return examples
+
+
+# Real PyTorch exports with PyTorch's own outputs, taken from the test data that its export.py wrote with torch
+# (torch is not a dependency, so generate.py reads the committed files instead of exporting).
+PYTORCH_EXPORTS = Path(__file__).resolve().parent.parent / "tests" / "converter" / "data" / "pytorch_exports"
+PYTORCH_EXAMPLES = {
+    "pytorch_opset9_avgpool_ceil_exclude_pad": (
+        "avg_ceil_exclude_pad_ts9", "AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False) exported by PyTorch's "
+        "TorchScript exporter at opset 9, which has no ceil_mode: it writes pads (1, 3), and onnxruntime and "
+        "OpenVINO's converter refuse a pad at least the kernel"),
+    "pytorch_maxpool_ceil_indices": (
+        "max_indices_dynamo", "MaxPool2d(3, 2, 1, ceil_mode=True, return_indices=True) exported by torch.export "
+        "(opset 18): values and flat indices"),
+    "pytorch_avgpool_ceil_include_pad": (
+        "avg_ceil_include_pad_dynamo", "AvgPool2d(3, 2, 1, ceil_mode=True) exported by torch.export (opset 18): the "
+        "last window hangs past the padding; PyTorch divides it by the 6 taps inside the padded extent"),
+}
+
+
+def pytorch_export_examples() -> list[Example]:
+    examples = []
+    for name, (export, title) in PYTORCH_EXAMPLES.items():
+        arrays = dict(np.load(PYTORCH_EXPORTS / f"{export.rsplit('_', 1)[0]}.npz"))
+        inputs = {"x": arrays.pop("x")}
+        source = {"kind": "pytorch", "engine": "torch 2.15.0",
+                  "note": f"PyTorch's own forward, recorded when tests/converter/data/pytorch_exports/export.py "
+                          f"exported model.onnx (there: {export}.onnx)"}
+        examples.append(Example(name, title, inputs, arrays, source, onnx_model=onnx.load(PYTORCH_EXPORTS /
+                                                                                           f"{export}.onnx")))
+    return examples

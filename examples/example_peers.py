@@ -114,11 +114,16 @@ def cross_check_onnx(example: Example) -> None:
                 lambda: onnxruntime_run(model, feeds))
     if example.cross_checks[-1]["status"] == "refused" and "onnxruntime(onnx)" not in example.expected_refused:
         # `poolir verify --peer onnxruntime` runs the same model: that row is expected to fail the same way.
+        detail = example.cross_checks[-1]["detail"]
         example.expected_refused["onnxruntime(onnx)"] = (
-            f"onnxruntime {version('onnxruntime')} has no kernel for this operator version")
+            f"onnxruntime {version('onnxruntime')} has no kernel for this operator version"
+            if "NOT_IMPLEMENTED" in detail else f"onnxruntime {version('onnxruntime')} refuses the model (see cross_checks)")
     cross_check(example, f"openvino {version('openvino')}",
                 "OpenVINO's own ONNX frontend (convert_model) converts model.onnx, CPU plugin runs it",
                 lambda: openvino_convert_and_run(model, feeds))
+    if example.cross_checks[-1]["status"] == "refused":
+        example.expected_refused["openvino(onnx)"] = (
+            f"OpenVINO {version('openvino')}'s convert_model refuses the model (see cross_checks)")
     if example.cross_checks[-1]["status"] == "differs":
         # `poolir verify --peer openvino` runs OpenVINO's converter as the path openvino(onnx): it differs the same way.
         example.known_deviations["openvino(onnx)"] = (

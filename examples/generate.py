@@ -9,6 +9,8 @@ poolir (this script does not import it): they are
 - the arrays written out in the specification texts (`--seeds`, default `../shared/seeds` beside the
   repository, as the issue names them), parsed from the text itself;
 - the ONNX backend node test cases that ship inside the `onnx` package (`onnx.backend.test.case.node`);
+- PyTorch's own outputs, for real PyTorch exports (read from tests/converter/data/pytorch_exports, which its
+  export.py wrote with torch);
 - onnxruntime or OpenVINO at generation time (the manifest records the version);
 - small hand-worked cases, worked out in the comments next to their arrays.
 
@@ -40,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from example_cases import DEFAULT_SEEDS, EXAMPLES, MAXPOOL_SEED, Example, backend_cases, parse_seed_examples  # noqa: E402,F401
 from example_families import (avgpool1_spec_examples, backend_examples, dtype_examples,  # noqa: E402
                               maxpool_seed_examples, network_examples, openvino_converted_examples,
-                              storage_order_example, torch_network_examples, version_examples)
+                              pytorch_export_examples, storage_order_example, torch_network_examples,
+                              version_examples)
 from example_peers import cross_check_onnx  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------------
@@ -131,7 +134,8 @@ def all_examples(seeds: Path) -> list[Example]:
     backend = backend_cases()
     examples = [*maxpool_seed_examples(seeds, backend), storage_order_example(),
                 *avgpool1_spec_examples(seeds), *backend_examples(backend), *version_examples(),
-                *dtype_examples(), *openvino_converted_examples(), *network_examples(), *torch_network_examples()]
+                *dtype_examples(), *openvino_converted_examples(), *network_examples(), *torch_network_examples(),
+                *pytorch_export_examples()]
     names = [e.name for e in examples]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:

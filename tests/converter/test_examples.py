@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SEEDS = ROOT.parent / "shared" / "seeds"
 FOLDERS = find_examples(EXAMPLES)
-SOURCE_KINDS = {"seed text", "ONNX backend test", "hand-worked", "onnxruntime", "OpenVINO"}
+SOURCE_KINDS = {"seed text", "ONNX backend test", "hand-worked", "onnxruntime", "OpenVINO", "pytorch"}
 # Where OpenVINO's own ONNX frontend (convert_model) gets the numbers wrong: the README shows them side by side.
 OPENVINO_CONVERTER_WRONG = {
     "maxpool_2d_ceil_output_size_reduce_by_one": "shape",
