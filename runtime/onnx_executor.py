@@ -202,8 +202,9 @@ class OnnxProgram:
     def _plan(self, graph: onnx.GraphProto, infos) -> list[tuple]:
         steps, op_types = [], []
         single_use = single_use_outputs(graph.node, self.outputs) if self._fuse else set()
-        convs: dict[str, int] = {}  # a Conv's output read by one node only -> the Conv's position in `steps`
-        fresh: dict[str, int] = {}  # the same for every step whose result is always a fresh array (fresh_result)
+        # A value read by one node only, whose step always returns a fresh array (fresh_result) -> the step's
+        # position in `steps`; a Conv's (a ConvStep there, folded or not) can take a BatchNormalization.
+        fresh: dict[str, int] = {}
         taken = {name for node in graph.node for name in (*node.input, *node.output)} if self._fuse else set()
         for index, node in self._ordered_nodes(graph):
             label = self._label(index, node)
@@ -236,16 +237,15 @@ class OnnxProgram:
                 raise InvalidModelError(error.problem, file=self.source, where=label) from None
             except PoolirError as error:
                 raise error.located(file=self.source, where=label) from None
-            if node.op_type == "BatchNormalization" and node.input[0] in convs:
-                position = convs.pop(node.input[0])
-                fresh.pop(node.input[0])
+            if (node.op_type == "BatchNormalization" and node.input[0] in fresh
+                    and isinstance(steps[fresh[node.input[0]]][0], ConvStep)):
+                position = fresh.pop(node.input[0])
                 if self._fold_into_conv(node, attrs, steps, position, single_use, taken):
                     if outputs[0] in single_use:
-                        convs[outputs[0]] = fresh[outputs[0]] = position
+                        fresh[outputs[0]] = position
                     continue
             if node.op_type in IN_PLACE and node.input[0] in fresh:
                 position = fresh.pop(node.input[0])
-                convs.pop(node.input[0], None)
                 producer, producer_inputs, _, producer_label, _ = steps[position]
                 steps[position] = [ActivationInPlace(producer, IN_PLACE[node.op_type], version), producer_inputs,
                                    outputs, f"{producer_label} + {label}", ()]
@@ -254,8 +254,6 @@ class OnnxProgram:
             op_types.append(node.op_type)
             if outputs[0] in single_use and fresh_result(node):
                 fresh[outputs[0]] = len(steps) - 1
-                if node.op_type == "Conv":
-                    convs[outputs[0]] = len(steps) - 1
         if self._fuse:
             for step in steps:
                 self._bind_conv_constants(step, single_use)

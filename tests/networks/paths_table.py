@@ -6,9 +6,9 @@ OpenVINO's IR with f32 weights and again with compress_to_fp16, and prints one m
 `ok <max abs error>`, `DIFFERS <max abs error> (<outputs>)` or `refused: <poolir's message>`. NAME limits the
 rows to networks whose name contains it. Exit status 1 when any cell is not ok.
 
-`--onnx DIR` runs the same paths on every .onnx file in DIR instead (every input fed seeded random numbers in
-its declared shape, a symbolic dim as 1): real exports, such as the torchvision models that
-`python -m tests.networks.export_torchvision DIR` writes with PyTorch's two exporters.
+`--onnx DIR` runs the same paths on every .onnx file in DIR instead (zoo.random_feeds: its data input gets
+seeded random numbers in its declared shape and type, a symbolic dim as 1): real exports, such as the torchvision
+models that `python -m tests.networks.export_torchvision DIR` writes with PyTorch's two exporters.
 
 It lives beside the tests because it uses their networks and peers (tests/networks), which are not part of the
 installed package; test_six_paths.py asserts the same cells.
@@ -23,7 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import onnx
 
 from tests.networks import torchvision, zoo
@@ -58,22 +57,7 @@ def _zoo(name, folder):
 
 def _file_cases(folder: Path):
     for path in sorted(Path(folder).glob("*.onnx")):
-        yield path.stem, lambda _, p=path: (p, _random_feeds(p))
-
-
-def _random_feeds(path: Path) -> dict:
-    model = onnx.load(path, load_external_data=False)
-    initializers = {tensor.name for tensor in model.graph.initializer}
-    rng = np.random.default_rng(INPUT_SEED)
-    feeds = {}
-    for value in model.graph.input:
-        if value.name in initializers:
-            continue
-        tensor = value.type.tensor_type
-        shape = [dim.dim_value if dim.HasField("dim_value") else 1 for dim in tensor.shape.dim]
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)
-        feeds[value.name] = rng.standard_normal(shape).astype(dtype)
-    return feeds
+        yield path.stem, lambda _, p=path: (p, zoo.random_feeds(onnx.load(p, load_external_data=False), INPUT_SEED))
 
 
 def row(make) -> dict[str, str]:

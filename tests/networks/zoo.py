@@ -83,10 +83,13 @@ def data_input(model: onnx.ModelProto, weights=()) -> onnx.ValueInfoProto:
 
 
 def random_feeds(model: onnx.ModelProto, seed: int, weights=()) -> dict[str, np.ndarray]:
-    """N(0, 1) for the data input: what a normalised image batch looks like to the first layer."""
+    """N(0, 1) for the data input in its declared type: what a normalised image batch looks like to the first
+    layer. A symbolic dim (a real export's batch) is fed as 1."""
     data = data_input(model, weights)
-    shape = [dim.dim_value for dim in data.type.tensor_type.shape.dim]
-    return {data.name: np.random.default_rng(seed).standard_normal(shape).astype(np.float32)}
+    tensor = data.type.tensor_type
+    shape = [dim.dim_value if dim.HasField("dim_value") else 1 for dim in tensor.shape.dim]
+    dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+    return {data.name: np.random.default_rng(seed).standard_normal(shape).astype(dtype)}
 
 
 def _draw_weights(graph: onnx.GraphProto, rng: np.random.Generator) -> dict[str, np.ndarray]:
