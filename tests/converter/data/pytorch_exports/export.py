@@ -69,17 +69,18 @@ CASES = {
 }
 
 
-def export(name: str, module: nn.Module, x: torch.Tensor, exporter: str) -> None:
+def export(name: str, module: nn.Module, x: torch.Tensor, exporter: str, folder: Path = HERE, **options) -> None:
+    """`folder`/<name>_<exporter>.onnx; `options` go to the TorchScript exporter (keep_initializers_as_inputs...)."""
     outputs = ["y", "indices"] if getattr(module, "return_indices", False) else ["y"]
-    path = HERE / f"{name}_{exporter}.onnx"
+    path = folder / f"{name}_{exporter}.onnx"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if exporter == "dynamo":
             program = torch.onnx.export(module, (x,), dynamo=True, input_names=["x"], output_names=outputs)
             program.save(str(path))
         else:
-            torch.onnx.export(module, (x,), str(path), dynamo=False, opset_version=int(exporter[2:]),
-                              input_names=["x"], output_names=outputs)
+            torch.onnx.export(module, (x,), str(path), dynamo=False, opset_version=int(exporter[2:].split("_")[0]),
+                              input_names=["x"], output_names=outputs, **options)
 
 
 def main() -> None:
@@ -97,17 +98,17 @@ def main() -> None:
         openvino_ir(name, module, x)
 
 
-def openvino_ir(name: str, module: nn.Module, x: torch.Tensor) -> None:
+def openvino_ir(name: str, module: nn.Module, x: torch.Tensor, folder: Path = HERE) -> None:
     import openvino as ov
 
-    xml = HERE / f"{name}_openvino.xml"
+    xml = folder / f"{name}_openvino.xml"
     ov.save_model(ov.convert_model(module, example_input=x), xml, compress_to_fp16=False)
     compiled = ov.Core().compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     results = compiled({0: x.numpy()})
     outputs = {"y": results[compiled.outputs[0]]}
     if len(compiled.outputs) > 1:
         outputs["indices"] = results[compiled.outputs[1]]
-    np.savez(HERE / f"{name}_openvino.npz", **outputs)
+    np.savez(folder / f"{name}_openvino.npz", **outputs)
 
 
 if __name__ == "__main__":
