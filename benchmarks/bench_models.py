@@ -226,7 +226,11 @@ def _summary(rounds: list[dict]) -> dict:
 
 def _print_table(rows, args) -> None:
     threads = args.blas_threads or "OpenBLAS's default"
-    print(f"poolir with {threads} BLAS thread(s); each engine the median of {args.repeat} runs in its own process, "
+    # OpenBLAS picks its kernels for the CPU unless OPENBLAS_CORETYPE names them: on an AVX-512 CPU pinned to
+    # Haswell's AVX2 kernels, float32 GEMM runs at about half speed (benchmarks/README.md), so the table says which.
+    kernels = os.environ.get("OPENBLAS_CORETYPE") or "OpenBLAS's own choice"
+    print(f"poolir with {threads} BLAS thread(s), OpenBLAS kernels: {kernels}; each engine the median of "
+          f"{args.repeat} runs in its own process, "
           f"{args.rounds} round(s) of all engines in turn; a time ratio is the median over the rounds of "
           f"poolir / peer within one round [its range]; memory: peak RSS above the post-import baseline")
     header = ["network", "poolir ms"] + [f"/ {p}" for p in PEERS] + ["poolir MiB"] + [f"mem / {p}" for p in PEERS]
