@@ -59,12 +59,17 @@ from poolir.runtime.kernels.work_arrays import SLOT_CONV_COLUMNS, SLOT_RESULT, w
 
 __all__ = ["BiasedWeights", "conv", "conv_biased", "group_weights"]
 
-# Depthwise convolutions with at most this many output positions per channel run channels-last. Measured
-# against depthwise_columns' products (1 thread, us, channels-last / columns): 960x7x7 k5 255 / 495, 672x14x14
-# k5 s2 241 / 383, 384x14x14 k7 731 / 1010, 672x14x14 k3 294 / 315, 240x28x28 k3 s2 182 / 215; but 256x16x16
-# k3 187 / 153, 100x20x20 k3 127 / 107, 120x28x28 k5 467 / 451, 16x112x112 k3 541 / 284 (the columns' runs
-# are long enough there, and channels-last pays the transposing copies).
+# Depthwise convolutions with at most _CHANNELS_LAST_MAX_IMAGE output positions per channel run channels-last, and
+# so do those with at least _CHANNELS_LAST_MIN_TAPS taps and at most _CHANNELS_LAST_MAX_LONG_IMAGE positions (its
+# einsum reads each tap once; the columns copy each tap, then the product reads it again). Measured with the whole
+# conv (1 thread, us, channels-last / columns): 672x14x14 k5 s2 231 / 383, 384x14x14 k7 571 / 992, 672x14x14 k3
+# 291 / 315, 240x28x28 k3 s2 208 / 247; 72x56x56 k5 s2 340 / 400, 120x28x28 k5 379 / 449, 480x28x28 k5 1406 /
+# 1558, 192x28x28 k7 980 / 1368; but 256x16x16 k3 237 / 195, 120x28x28 k3 216 / 203, 16x112x112 k3 413 / 280,
+# 40x56x56 k5 498 / 478, 32x112x112 k5 s2 561 / 526 (the columns' runs are long enough there, and channels-last
+# pays the transposing copies).
 _CHANNELS_LAST_MAX_IMAGE = 14 * 14
+_CHANNELS_LAST_MIN_TAPS = 25
+_CHANNELS_LAST_MAX_LONG_IMAGE = 28 * 28
 
 
 def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, windows: Sequence[AxisWindow],
@@ -86,7 +91,9 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, window
     # Each strategy returns the sums in the accumulation dtype, either in a fresh array or in a view of a
     # work array (which _finished copies, adding the bias and rounding to x's dtype in the same pass).
     if channels_per_group == 1 and outputs_per_group == 1 and groups > 1:
-        if math.prod(window.output for window in windows) <= _CHANNELS_LAST_MAX_IMAGE:
+        image = math.prod(window.output for window in windows)
+        if image <= _CHANNELS_LAST_MAX_IMAGE or (image <= _CHANNELS_LAST_MAX_LONG_IMAGE and math.prod(
+                window.kernel for window in windows) >= _CHANNELS_LAST_MIN_TAPS):
             y, fresh = depthwise_channels_last(x, w, windows, acc)
         else:
             y, fresh = depthwise_columns(x, w, windows, acc)

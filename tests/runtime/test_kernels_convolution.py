@@ -218,10 +218,11 @@ DEPTHWISE_CASES = [c for c in CASES if c.channels_per_group == 1 and c.filters_p
 @pytest.mark.parametrize("case", DEPTHWISE_CASES, ids=str)
 def test_every_depthwise_layout_matches_the_oracle(case: Case, largest_channels_last_image, largest_tiled_weights,
                                                    column_bytes, monkeypatch):
-    # The output size picks the layout (convolution._CHANNELS_LAST_MAX_IMAGE), the size of the repeated weights
+    # The output size (and the taps) pick the layout (convolution._CHANNELS_LAST_*), the size of the repeated weights
     # whether channels-last merges the last axis with the channels, and the column budget how many channels
     # channels-first multiplies per matrix product: every grid case runs all four.
     monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", largest_channels_last_image)
+    monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_LONG_IMAGE", largest_channels_last_image)
     monkeypatch.setattr(depthwise, "_TILED_WEIGHTS_MAX_BYTES", largest_tiled_weights)
     monkeypatch.setattr(depthwise, "_DEPTHWISE_COLUMN_BYTES", column_bytes)
     test_conv_matches_the_oracle(case)
@@ -238,6 +239,7 @@ def test_stride_2_phase_split_through_lanes_matches_the_oracle(case: Case, monke
     """float32 phases along a stride-2 last axis are copied as the low lanes of uint64s (kernels.axis_pass.copy_strided);
     with pad 1 a lane of the last image row reads one element past the input, so that row is copied apart."""
     monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", 0)
+    monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_LONG_IMAGE", 0)
     test_conv_matches_the_oracle(case)
 
 
