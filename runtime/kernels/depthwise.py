@@ -130,9 +130,9 @@ def _phase_groups(padded: np.ndarray, weights: np.ndarray, windows: Sequence[Axi
     outs = "ABCDEFGHIJKLM"[:rank - 1]
     tail = "q" if merged else "pq"
     subscripts = f"n{letters}z{outs}{tail},{letters}z{tail[-1]}->n{outs}{tail}"
+    step = d // math.gcd(d, s)
     for phase in sorted({j * d % s for j in range(last.kernel)}):
         js = [j for j in range(last.kernel) if j * d % s == phase]
-        step = d // math.gcd(d, s)
         base = padded[(slice(None),) * rank + (phase,)]     # [N, *extents[:-1], per_phase * C or per_phase, C]
         row = base.strides[1:rank]
         shift = js[0] * d // s                              # the group's first tap reads from this position on
