@@ -147,6 +147,10 @@ def _phase_groups(padded: np.ndarray, weights: np.ndarray, windows: Sequence[Axi
         strides = ((base.strides[0],) + tuple(window.dilation * stride for window, stride in zip(windows, row))
                    + (tap_stride,) + tuple(window.stride * stride for window, stride in zip(windows, row))
                    + last_strides)
+        # as_strided checks nothing: the last element the view can reach must lie inside `padded`.
+        reach = start.ctypes.data - padded.ctypes.data + sum((n - 1) * stride for n, stride in zip(shape, strides))
+        if min(shape) > 0 and reach + itemsize > padded.nbytes:
+            raise AssertionError(f"depthwise tap view {shape} {strides} runs past its buffer ({padded.nbytes} bytes)")
         taps = np.lib.stride_tricks.as_strided(start, shape, strides, writeable=False)
         yield taps, by_tap[(Ellipsis,) + (js, slice(None))], subscripts
 

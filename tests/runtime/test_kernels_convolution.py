@@ -228,6 +228,30 @@ def test_every_depthwise_layout_matches_the_oracle(case: Case, largest_channels_
     test_conv_matches_the_oracle(case)
 
 
+def test_channels_last_tap_views_on_every_1d_geometry(monkeypatch):
+    """depthwise._phase_groups builds its tap views with as_strided from stride, dilation and phase arithmetic: every
+    1-D geometry up to kernel 5, stride 3, dilation 3, pads 2 and length 9 (merged and unmerged), against the sums
+    written out tap by tap in float64."""
+    monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", 10**9)
+    rng = np.random.default_rng(7)
+    checked = 0
+    for merged in (True, False):
+        monkeypatch.setattr(depthwise, "_TILED_WEIGHTS_MAX_BYTES", 4 << 20 if merged else 0)
+        for kernel, stride, dilation, pad_begin, pad_end, length in np.ndindex(5, 3, 3, 3, 3, 9):
+            kernel, stride, dilation, length = kernel + 1, stride + 1, dilation + 1, length + 1
+            if (kernel - 1) * dilation + 1 > length + pad_begin + pad_end:
+                continue
+            x = rng.standard_normal((2, 3, length))
+            w = rng.standard_normal((3, 1, kernel))
+            geometry = windows([length], [kernel], [stride], [dilation], [pad_begin], [pad_end])
+            padded = np.pad(x, ((0, 0), (0, 0), (pad_begin, pad_end)))
+            expected = sum(padded[:, :, j * dilation: j * dilation + (geometry[0].output - 1) * stride + 1: stride]
+                           * w[None, :, 0, j, None] for j in range(kernel))
+            np.testing.assert_allclose(conv(x, w, windows=geometry, groups=3), expected, rtol=1e-12, atol=1e-12)
+            checked += 1
+    assert checked > 1500
+
+
 LANE_CASES = [Case(np.dtype(np.float32), batch, groups, 1, 1, spatial, kernel, (2, 2), (1, 1), pads, pads, True, seed)
               for seed, (batch, groups, spatial, kernel, pads) in enumerate([
                   (1, 5, (9, 9), (3, 3), (1, 1)), (2, 2, (8, 11), (3, 3), (1, 1)), (2, 3, (7, 6), (5, 5), (2, 2)),
