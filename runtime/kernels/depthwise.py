@@ -6,6 +6,7 @@ view of a work array; convolution._finished copies them out, adding the bias and
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Sequence
@@ -62,7 +63,7 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, windows: Sequence[Axis
     tap's weight row. Channels-first multiplies each image row by its channel's own scalar, which numpy runs
     1.5-3x slower than a contiguous multiply, in inner loops one image row long (7 elements at 7x7).
 
-    The taps of one stride phase of the last axis are one strided view (_phase_groups), and one einsum multiplies
+    The taps of one stride phase of the last axis are one strided view (_ChannelsLast), and one einsum multiplies
     and adds all of them in one pass: against a multiply and an add per tap, which wrote every product and read it
     back, the taps of 672x14x14 k3 take 131 instead of 183 us, of 960x7x7 k5 121 instead of 154 (same bits: numpy
     2.4's einsum adds the products in tap order). With stride s > 1 on the last axis the s groups' sums are added
@@ -72,87 +73,101 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, windows: Sequence[Axis
     tap reads one contiguous run of out[-1] * C values; the weight row is repeated along it (120x28x28 k5:
     1.19 -> 0.72 ms), and numpy's inner loops get that long. Other axes are plain strided views. Returns
     the sums as an [N, C, *out] view of a work array (transposed by _finished's copy)."""
-    n, c = x.shape[:2]
-    last = windows[-1]
-    s = last.stride
-    # Padded position o * s + j * d is read by output o's tap j; input i sits at i + pad_begin.
-    extents = tuple((window.output - 1) * window.stride + (window.kernel - 1) * window.dilation + 1
-                    for window in windows)
-    per_phase = -(-extents[-1] // s)
-    padded = work_array(SLOT_CONV_PHASES, (n,) + extents[:-1] + (s, per_phase, c), acc)
+    plan = _channels_last_plan(x.shape, np.dtype(acc), tuple(windows), _TILED_WEIGHTS_MAX_BYTES)
+    if math.prod(plan.total_shape) == 0:
+        return np.zeros(plan.result_shape, acc).transpose(plan.channels_to_front), False
+    padded = work_array(SLOT_CONV_PHASES, plan.padded_shape, acc)
     padded.fill(0)
-    kept = tuple(max(0, min(window.length, extent - window.pad_begin))
-                 for window, extent in zip(windows[:-1], extents[:-1]))
-    if all(kept):
-        inside = tuple(slice(window.pad_begin, window.pad_begin + size) for window, size in zip(windows, kept))
-        rows = x[(slice(None), slice(None)) + tuple(slice(0, size) for size in kept)]
-        for r in sorted({j * last.dilation % s for j in range(last.kernel)}):
-            # phase index q holds input q * s + r - pad_begin: keep 0 <= it < length and q < per_phase
-            lo = max(0, -((r - last.pad_begin) // s))
-            hi = min(per_phase, (last.length - 1 + last.pad_begin - r) // s + 1)
-            if lo < hi:
-                start = lo * s + r - last.pad_begin
-                source = rows[..., start: start + (hi - lo - 1) * s + 1: s]
-                np.copyto(padded[(slice(None),) + inside + (r, slice(lo, hi))], np.moveaxis(source, 1, -1),
-                          casting="unsafe")
-    weights = np.ascontiguousarray(w.astype(acc, copy=False).reshape(c, -1).T)      # [taps, C]
-    out = tuple(window.output for window in windows)
-    # Repeating the weights along the last axis costs taps * out[-1] * C values: bounded, or kept unmerged.
-    merged = weights.nbytes * last.output <= _TILED_WEIGHTS_MAX_BYTES
-    if merged:
-        weights = np.tile(weights, (1, last.output))
-        padded = padded.reshape(padded.shape[:-2] + (-1,))     # [N, *extents[:-1], s, per_phase * C]
-        out = out[:-1] + (last.output * c,)
-    else:
-        out = out + (c,)
-    total = work_array(SLOT_CONV_WIDE, (n,) + out, acc)
-    for number, (taps, group_weights, subscripts) in enumerate(_phase_groups(padded, weights, windows, merged, c)):
-        target = total if number == 0 else work_array(SLOT_CONV_PRODUCT, total.shape, acc)
-        np.einsum(subscripts, taps, group_weights, out=target)
+    for target, source in plan.copies:
+        np.copyto(padded[target], x[source].transpose(plan.channels_to_last), casting="unsafe")
+    weights = np.ascontiguousarray(w.astype(acc, copy=False).reshape(w.shape[0], -1).T)      # [taps, C]
+    if plan.merged:
+        weights = np.tile(weights, (1, plan.out_last))
+    by_tap = weights.reshape(plan.kernel + weights.shape[1:])
+    total = work_array(SLOT_CONV_WIDE, plan.total_shape, acc)
+    for number, (offset, shape, strides, taps_of_phase) in enumerate(plan.groups):
+        # numpy checks that the view lies inside the buffer (as_strided would not)
+        taps = np.ndarray(shape, acc, buffer=padded, offset=offset, strides=strides)
+        target = total if number == 0 else work_array(SLOT_CONV_PRODUCT, plan.total_shape, acc)
+        np.einsum(plan.subscripts, taps, by_tap[..., taps_of_phase, :], out=target)
         if number:
             np.add(total, target, out=total)
-    total = total.reshape((n,) + tuple(window.output for window in windows) + (c,))
-    return np.moveaxis(total, -1, 1), False
+    return total.reshape(plan.result_shape).transpose(plan.channels_to_front), False
 
 
-def _phase_groups(padded: np.ndarray, weights: np.ndarray, windows: Sequence[AxisWindow], merged: bool, c: int):
-    """The taps of depthwise_channels_last grouped by the stride phase of the last image axis: per group, one
-    strided view [N, *kernel[:-1], group taps, *out] of `padded` holding every tap's [N, *out] input (the same
-    elements the taps' own slices read), the group's weights [*kernel[:-1], group taps, out[-1] * C or C], and the
-    einsum subscripts that sum their products. Along the last axis tap j reads phase (j * d) % s at shift
-    (j * d) // s; the taps of one phase step their shift by d / gcd(d, s), a constant stride."""
-    rank = len(windows)
-    last = windows[-1]
-    s, d = last.stride, last.dilation
-    itemsize = padded.itemsize
-    by_tap = weights.reshape(tuple(window.kernel for window in windows) + weights.shape[1:])
-    letters = "abcdefghijklm"[:rank - 1]
-    outs = "ABCDEFGHIJKLM"[:rank - 1]
-    tail = "q" if merged else "pq"
-    subscripts = f"n{letters}z{outs}{tail},{letters}z{tail[-1]}->n{outs}{tail}"
-    step = d // math.gcd(d, s)
-    for phase in sorted({j * d % s for j in range(last.kernel)}):
-        js = [j for j in range(last.kernel) if j * d % s == phase]
-        base = padded[(slice(None),) * rank + (phase,)]     # [N, *extents[:-1], per_phase * C or per_phase, C]
-        row = base.strides[1:rank]
-        shift = js[0] * d // s                              # the group's first tap reads from this position on
-        if merged:
-            start = base[..., shift * c:]
-            last_shape, last_strides, tap_stride = (last.output * c,), (itemsize,), step * c * itemsize
+@functools.lru_cache(maxsize=256)
+def _channels_last_plan(shape: tuple[int, ...], acc: np.dtype, windows: tuple[AxisWindow, ...],
+                        tiled_limit: int) -> _ChannelsLast:
+    return _ChannelsLast(shape, acc, windows, tiled_limit)
+
+
+class _ChannelsLast:
+    """depthwise_channels_last worked out once per input shape, dtype and windows (its Python cost per call was
+    30-48 us, as much as the arithmetic of a 200x14x14 layer): the zero-padded buffer [N, *extents[:-1], s,
+    per_phase, C] (the last image axis split by stride phase), the copies of x into it, and per stride phase of the
+    last axis one strided view of the buffer that holds every tap of that phase, with the taps' numbers.
+
+    Along the last axis tap j reads phase (j * d) % s at shift (j * d) // s, and the taps of one phase step their
+    shift by d / gcd(d, s): a constant stride. Padded position o * s + j * d is read by output o's tap j; input i
+    sits at i + pad_begin."""
+
+    __slots__ = ("padded_shape", "copies", "channels_to_last", "channels_to_front", "merged", "out_last", "kernel",
+                 "total_shape", "result_shape", "subscripts", "groups")
+
+    def __init__(self, shape: tuple[int, ...], acc: np.dtype, windows: tuple[AxisWindow, ...], tiled_limit: int):
+        n, c = shape[:2]
+        rank = len(windows)
+        last = windows[-1]
+        s, d = last.stride, last.dilation
+        extents = tuple((window.output - 1) * window.stride + (window.kernel - 1) * window.dilation + 1
+                        for window in windows)
+        per_phase = -(-extents[-1] // s)
+        self.padded_shape = (n,) + extents[:-1] + (s, per_phase, c)
+        self.channels_to_last = (0,) + tuple(range(2, rank + 2)) + (1,)
+        self.channels_to_front = (0, rank + 1) + tuple(range(1, rank + 1))
+        self.copies = []
+        kept = tuple(max(0, min(window.length, extent - window.pad_begin))
+                     for window, extent in zip(windows[:-1], extents[:-1]))
+        if all(kept):
+            inside = tuple(slice(window.pad_begin, window.pad_begin + size) for window, size in zip(windows, kept))
+            rows = (slice(None), slice(None)) + tuple(slice(0, size) for size in kept)
+            for r in sorted({j * d % s for j in range(last.kernel)}):
+                # phase index q holds input q * s + r - pad_begin: keep 0 <= it < length and q < per_phase
+                lo = max(0, -((r - last.pad_begin) // s))
+                hi = min(per_phase, (last.length - 1 + last.pad_begin - r) // s + 1)
+                if lo < hi:
+                    start = lo * s + r - last.pad_begin
+                    self.copies.append(((slice(None),) + inside + (r, slice(lo, hi)),
+                                        rows + (slice(start, start + (hi - lo - 1) * s + 1, s),)))
+        self.kernel = tuple(window.kernel for window in windows)
+        self.out_last = last.output
+        out = tuple(window.output for window in windows)
+        # Repeating the weights along the last axis costs taps * out[-1] * C values: bounded, or kept unmerged.
+        self.merged = math.prod(self.kernel) * c * acc.itemsize * last.output <= tiled_limit
+        self.total_shape = (n,) + (out[:-1] + (last.output * c,) if self.merged else out + (c,))
+        self.result_shape = (n,) + out + (c,)
+        letters, outs = "abcdefghijklm"[:rank - 1], "ABCDEFGHIJKLM"[:rank - 1]
+        tail = "q" if self.merged else "pq"
+        self.subscripts = f"n{letters}z{outs}{tail},{letters}z{tail[-1]}->n{outs}{tail}"
+        item = acc.itemsize
+        strides = [item] * len(self.padded_shape)                        # C order
+        for axis in range(len(self.padded_shape) - 2, -1, -1):
+            strides[axis] = strides[axis + 1] * self.padded_shape[axis + 1]
+        outer = strides[1:rank]
+        if self.merged:
+            last_shape, last_strides = (last.output * c,), (item,)
         else:
-            start = base[..., shift:, :]
-            last_shape, last_strides, tap_stride = (last.output, c), base.strides[-2:], step * base.strides[-2]
-        shape = ((base.shape[0],) + tuple(window.kernel for window in windows[:-1]) + (len(js),)
-                 + tuple(window.output for window in windows[:-1]) + last_shape)
-        strides = ((base.strides[0],) + tuple(window.dilation * stride for window, stride in zip(windows, row))
-                   + (tap_stride,) + tuple(window.stride * stride for window, stride in zip(windows, row))
-                   + last_strides)
-        # as_strided checks nothing: the last element the view can reach must lie inside `padded`.
-        reach = start.ctypes.data - padded.ctypes.data + sum((n - 1) * stride for n, stride in zip(shape, strides))
-        if min(shape) > 0 and reach + itemsize > padded.nbytes:
-            raise AssertionError(f"depthwise tap view {shape} {strides} runs past its buffer ({padded.nbytes} bytes)")
-        taps = np.lib.stride_tricks.as_strided(start, shape, strides, writeable=False)
-        yield taps, by_tap[(Ellipsis,) + (js, slice(None))], subscripts
+            last_shape, last_strides = (last.output, c), (c * item, item)
+        self.groups = []
+        for phase in sorted({j * d % s for j in range(last.kernel)}):
+            taps = [j for j in range(last.kernel) if j * d % s == phase]
+            self.groups.append((
+                phase * strides[rank] + taps[0] * d // s * c * item,          # the group's first tap, output 0
+                (n,) + self.kernel[:-1] + (len(taps),) + out[:-1] + last_shape,
+                (strides[0],) + tuple(window.dilation * stride for window, stride in zip(windows, outer))
+                + (d // math.gcd(d, s) * c * item,)
+                + tuple(window.stride * stride for window, stride in zip(windows, outer)) + last_strides,
+                taps))
 
 
 class _PhaseBuffer:

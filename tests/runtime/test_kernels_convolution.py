@@ -229,7 +229,7 @@ def test_every_depthwise_layout_matches_the_oracle(case: Case, largest_channels_
 
 
 def test_channels_last_tap_views_on_every_1d_geometry(monkeypatch):
-    """depthwise._phase_groups builds its tap views with as_strided from stride, dilation and phase arithmetic: every
+    """depthwise._ChannelsLast builds its tap views from stride, dilation and phase arithmetic: every
     1-D geometry up to kernel 5, stride 3, dilation 3, pads 2 and length 9 (merged and unmerged), against the sums
     written out tap by tap in float64."""
     monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", 10**9)
