@@ -150,9 +150,8 @@ class _ChannelsLast:
         tail = "q" if self.merged else "pq"
         self.subscripts = f"n{letters}z{outs}{tail},{letters}z{tail[-1]}->n{outs}{tail}"
         item = acc.itemsize
-        strides = [item] * len(self.padded_shape)                        # C order
-        for axis in range(len(self.padded_shape) - 2, -1, -1):
-            strides[axis] = strides[axis + 1] * self.padded_shape[axis + 1]
+        dims = self.padded_shape
+        strides = [item * math.prod(dims[axis + 1:]) for axis, _ in enumerate(dims)]     # the buffer is C order
         outer = strides[1:rank]
         if self.merged:
             last_shape, last_strides = (last.output * c,), (item,)
