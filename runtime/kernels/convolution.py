@@ -28,9 +28,9 @@ Strategies (measured numbers in benchmarks/bench_convolution.py's docstring):
   zero-padded buffer split by stride phase, so that every tap reads one contiguous range per channel
   (clipped per-tap views, without the copy, ran inner loops of one output row: 2-15x slower); the taps'
   ranges are copied into columns and each channel's weight row multiplies them in one batched matrix
-  product (the sum order is BLAS's). Small images run channels-last instead, one multiply and one add
-  per tap (runtime.kernels.depthwise). Depthwise with a channel multiplier (M/groups > 1) goes the
-  im2col way;
+  product (the sum order is BLAS's). Small images, and 5x5 or larger kernels up to 28x28 outputs, run
+  channels-last instead, one einsum over the taps of each stride phase (runtime.kernels.depthwise).
+  Depthwise with a channel multiplier (M/groups > 1) goes the im2col way;
 * everything else: an im2col gather into a reused [N, C, prod(kernel), *out] buffer, one copy per tap
   over all channels (clipped per tap, only the padding strips are zeroed; float16/bfloat16 are widened
   by the same copy), then one matmul per group and image, batched by np.matmul: weights [G, M/G, K]

@@ -1,5 +1,5 @@
 """Depthwise convolution (one input and one output channel per group) for runtime.kernels.convolution: the
-two layouts it picks between by output size (convolution._CHANNELS_LAST_MAX_IMAGE), and the zero-padded input
+two layouts it picks between by output size and taps (convolution._CHANNELS_LAST_*), and the zero-padded input
 split by stride phase that the channels-first layout reads. Each returns the sums in the accumulation dtype as a
 view of a work array; convolution._finished copies them out, adding the bias and rounding once.
 """
