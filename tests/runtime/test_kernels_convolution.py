@@ -249,7 +249,7 @@ def test_channels_last_tap_views_on_every_1d_geometry(monkeypatch):
                            * w[None, :, 0, j, None] for j in range(kernel))
             np.testing.assert_allclose(conv(x, w, windows=geometry, groups=3), expected, rtol=1e-12, atol=1e-12)
             checked += 1
-    assert checked > 1500
+    assert checked == 5286
 
 
 LANE_CASES = [Case(np.dtype(np.float32), batch, groups, 1, 1, spatial, kernel, (2, 2), (1, 1), pads, pads, True, seed)
