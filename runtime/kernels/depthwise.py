@@ -74,8 +74,6 @@ def depthwise_channels_last(x: np.ndarray, w: np.ndarray, windows: Sequence[Axis
     1.19 -> 0.72 ms), and numpy's inner loops get that long. Other axes are plain strided views. Returns
     the sums as an [N, C, *out] view of a work array (transposed by _finished's copy)."""
     plan = _channels_last_plan(x.shape, np.dtype(acc), tuple(windows), _TILED_WEIGHTS_MAX_BYTES)
-    if math.prod(plan.total_shape) == 0:
-        return np.zeros(plan.result_shape, acc).transpose(plan.channels_to_front), False
     padded = work_array(SLOT_CONV_PHASES, plan.padded_shape, acc)
     padded.fill(0)
     for target, source in plan.copies:
@@ -126,19 +124,16 @@ class _ChannelsLast:
         self.channels_to_last = (0,) + tuple(range(2, rank + 2)) + (1,)
         self.channels_to_front = (0, rank + 1) + tuple(range(1, rank + 1))
         self.copies = []
+        phases = sorted({j * d % s for j in range(last.kernel)})
         kept = tuple(max(0, min(window.length, extent - window.pad_begin))
                      for window, extent in zip(windows[:-1], extents[:-1]))
         if all(kept):
             inside = tuple(slice(window.pad_begin, window.pad_begin + size) for window, size in zip(windows, kept))
             rows = (slice(None), slice(None)) + tuple(slice(0, size) for size in kept)
-            for r in sorted({j * d % s for j in range(last.kernel)}):
-                # phase index q holds input q * s + r - pad_begin: keep 0 <= it < length and q < per_phase
-                lo = max(0, -((r - last.pad_begin) // s))
-                hi = min(per_phase, (last.length - 1 + last.pad_begin - r) // s + 1)
+            for r in phases:
+                lo, hi, source = _phase_span(last, r, per_phase)
                 if lo < hi:
-                    start = lo * s + r - last.pad_begin
-                    self.copies.append(((slice(None),) + inside + (r, slice(lo, hi)),
-                                        rows + (slice(start, start + (hi - lo - 1) * s + 1, s),)))
+                    self.copies.append(((slice(None),) + inside + (r, slice(lo, hi)), rows + (source,)))
         self.kernel = tuple(window.kernel for window in windows)
         self.out_last = last.output
         out = tuple(window.output for window in windows)
@@ -158,7 +153,7 @@ class _ChannelsLast:
         else:
             last_shape, last_strides = (last.output, c), (c * item, item)
         self.groups = []
-        for phase in sorted({j * d % s for j in range(last.kernel)}):
+        for phase in phases:
             taps = [j for j in range(last.kernel) if j * d % s == phase]
             self.groups.append((
                 phase * strides[rank] + taps[0] * d // s * c * item,          # the group's first tap, output 0
@@ -167,6 +162,17 @@ class _ChannelsLast:
                 + (d // math.gcd(d, s) * c * item,)
                 + tuple(window.stride * stride for window, stride in zip(windows, outer)) + last_strides,
                 taps))
+
+
+def _phase_span(window: AxisWindow, r: int, extent: int) -> tuple[int, int, slice]:
+    """Where the input lands in stride phase r of the zero-padded axis: phase position q holds padded position
+    q * s + r, which is input q * s + r - pad_begin. Returns (lo, hi, source): positions lo .. hi - 1 (hi <= extent,
+    the phase's length) hold real input, read by the slice `source` of the axis; lo == hi when none does."""
+    s = window.stride
+    lo = max(0, -((r - window.pad_begin) // s))
+    hi = max(lo, min(extent, (window.length - 1 + window.pad_begin - r) // s + 1))
+    start = lo * s + r - window.pad_begin
+    return lo, hi, slice(start, start + (hi - lo - 1) * s + 1, s) if hi > lo else slice(0, 0)
 
 
 class _PhaseBuffer:
@@ -198,14 +204,9 @@ class _PhaseBuffer:
             target = self.buffer[:, :, self._phase_number(phase)]
             ranges, sources = [], []
             for window, r, extent in zip(windows, phase, rows):
-                # phase position q holds input i = q*s + r - pad_begin; keep 0 <= i < length, q < extent
-                lo = max(0, -((r - window.pad_begin) // window.stride))
-                hi = min(extent, (window.length - 1 + window.pad_begin - r) // window.stride + 1)
-                hi = max(hi, lo)
-                start = lo * window.stride + r - window.pad_begin
+                lo, hi, source = _phase_span(window, r, extent)
                 ranges.append((lo, hi))
-                sources.append(slice(start, start + (hi - lo - 1) * window.stride + 1, window.stride)
-                               if hi > lo else slice(0, 0))
+                sources.append(source)
             if all(hi > lo for lo, hi in ranges):
                 copy_strided(target[(Ellipsis,) + tuple(slice(lo, hi) for lo, hi in ranges)],
                               x, (Ellipsis,) + tuple(sources))
