@@ -34,7 +34,9 @@ Strategies (measured numbers in benchmarks/bench_convolution.py's docstring):
 * everything else: an im2col gather into a reused [N, C, prod(kernel), *out] buffer, one copy per tap
   over all channels (clipped per tap, only the padding strips are zeroed; float16/bfloat16 are widened
   by the same copy), then one matmul per group and image, batched by np.matmul: weights [G, M/G, K]
-  times columns [N, G, K, out] gives [N, G, M/G, out], which already is the NC[D]HW result.
+  times columns [N, G, K, out] gives [N, G, M/G, out], which already is the NC[D]HW result. Where few
+  filters share the cost of its extra columns, the gather reads the phase buffer's wide grid instead
+  (contiguous copies; the result is cropped by the final copy).
 
 A plan with constant weights and bias may pack them (BiasedWeights, conv_biased): the bias becomes one more
 column of the one-group weight matrix, multiplied into a row of ones under the columns, and joins each dot product
@@ -43,6 +45,7 @@ instead of taking a pass over the result.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Sequence
@@ -52,7 +55,8 @@ import numpy as np
 from poolir.ir.budget import check_allocation
 from poolir.ir.errors import UsageError
 from poolir.ir.geometry import AxisWindow, output_length
-from poolir.runtime.kernels.depthwise import depthwise_channels_last, depthwise_columns, zero_outside
+from poolir.runtime.kernels.depthwise import depthwise_channels_last, depthwise_columns
+from poolir.runtime.kernels.phase_buffer import CACHED_TAPS, padding_strips, phase_plan
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 from poolir.runtime.kernels.ufunc_buffer import fitted
 from poolir.runtime.kernels.work_arrays import SLOT_CONV_COLUMNS, SLOT_RESULT, widened, work_array
@@ -141,7 +145,8 @@ def conv_biased(x: np.ndarray, weights: BiasedWeights, *, windows: Sequence[Axis
     if all(_is_identity(window) for window in windows):
         y, _ = _pointwise(x, weights.matrix, 1, x.dtype, True, ones_row=True)
     else:
-        y, _ = _im2col_gemm(x, weights.matrix, windows, 1, x.dtype, True, ones_row=True)
+        y, fresh = _im2col_gemm(x, weights.matrix, windows, 1, x.dtype, True, ones_row=True)
+        return _finished(y, fresh, None, x.dtype)
     return y
 
 
@@ -185,50 +190,96 @@ def _pointwise(x: np.ndarray, w: np.ndarray, groups: int, acc: np.dtype, fresh: 
 def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], groups: int,
                  acc: np.dtype, fresh: bool, ones_row: bool = False) -> tuple[np.ndarray, bool]:
     """Gather every tap into columns [N, C, T, *out] (T = prod(kernel)), then one matmul per group. With
-    `ones_row` (one group; w is BiasedWeights.matrix) a row of ones follows the columns."""
+    `ones_row` (one group; w is BiasedWeights.matrix) a row of ones follows the columns.
+
+    Where it pays (_gathers_phases), the columns are those of the phase buffer's wide grid instead
+    (runtime.kernels.phase_buffer): every tap is one contiguous range per channel, not a strided or short-row view
+    of x, and the product's extra columns are dropped by _finished's copy."""
     n, c = x.shape[:2]
     m = w.shape[1] if ones_row else w.shape[0]
     out = tuple(window.output for window in windows)
     taps = math.prod(window.kernel for window in windows)
     rows = c * taps
+    phases = phase_plan(x.shape, np.dtype(acc), tuple(windows)) if _gathers_phases(windows, m // groups) else None
+    grid = (phases.wide_size,) if phases is not None else out
+    size = math.prod(grid)
     if ones_row:
-        packed = work_array(SLOT_CONV_COLUMNS, (n, rows + 1, math.prod(out)), acc)
+        packed = work_array(SLOT_CONV_COLUMNS, (n, rows + 1, size), acc)
         packed[:, rows] = 1
-        columns = packed[:, :rows].reshape((n, c, taps) + out)
+        columns = packed[:, :rows].reshape((n, c, taps) + grid)
     else:
-        columns = work_array(SLOT_CONV_COLUMNS, (n, c, taps) + out, acc)
-        packed = columns.reshape(n, rows, math.prod(out))
-    for tap, boxes in enumerate(_tap_boxes(windows)):
-        target = columns[:, :, tap]
-        if boxes is None:                      # this tap reads only padding for every output
-            target.fill(0)
-            continue
-        out_box = tuple(slice(lo, hi) for lo, hi, _ in boxes)
-        np.copyto(target[(Ellipsis,) + out_box], x[(Ellipsis,) + tuple(src for _, _, src in boxes)],
-                  casting="unsafe")
-        zero_outside(target, [(lo, hi) for lo, hi, _ in boxes])
-    per_group = packed.reshape(n, groups, (rows + ones_row) // groups, math.prod(out))
-    y = _result_array((n, groups, m // groups, math.prod(out)), acc, fresh)
+        columns = work_array(SLOT_CONV_COLUMNS, (n, c, taps) + grid, acc)
+        packed = columns.reshape(n, rows, size)
+    if phases is not None:
+        for tap, view in enumerate(phases.tap_views(phases.fill(x))):
+            np.copyto(columns[:, :, tap], view)
+    else:
+        copies = _tap_copies(tuple(windows)) if taps <= CACHED_TAPS else _each_tap_copy(windows)
+        for tap, (out_box, source, strips) in enumerate(copies):
+            target = columns[:, :, tap]
+            if out_box is not None:
+                np.copyto(target[out_box], x[source], casting="unsafe")
+            for strip in strips:
+                target[strip] = 0
+    per_group = packed.reshape(n, groups, (rows + ones_row) // groups, size)
+    fresh = fresh and phases is None
+    y = _result_array((n, groups, m // groups, size), acc, fresh)
     np.matmul(w if ones_row else _weight_matrices(w, groups, acc), per_group, out=y)
+    if phases is not None:
+        return phases.cropped(y.reshape(n, m, size)), False
     return y.reshape((n, m) + out), fresh
+
+
+def _gathers_phases(windows: Sequence[AxisWindow], filters_per_group: int) -> bool:
+    """Whether im2col gathers its columns from the phase buffer: the tap copies become contiguous (x's views are
+    strided, or rows of a few elements), but the wide grid's extra columns cost every filter a product and the
+    result a cropping copy. So: when filters x extra columns / real columns is at most _PHASED_WASTE_LIMIT.
+    Measured (conv_biased, 2 BLAS threads, us, im2col / phased; filters x waste in brackets): 3->64 224x224 k7 s2
+    1481 / 1310 (1.7), 64->64 56x56 k3 2006 / 1341 (2.3), 64->192 56x56 k3 3616 / 3102 (6.9), 128->128 28x28 k3
+    1569 / 1363 (9.1), 256->256 28x28 k3 s2 1581 / 1382 (18.3), 16->48 14x14 k5 166 / 146 (13.7), 24->64 14x14 k5
+    247 / 227 (18.3); but 96->208 14x14 k3 451 / 521 (29.7), 256->256 14x14 k3 1314 / 1373 (36.6), 48->128 7x7
+    k5 217 / 224 (73), 512->512 7x7 k3 1370 / 1654 (146). Whole networks: ResNet-50 53.4 -> 51.2 ms, GoogLeNet
+    25.8 -> 24.4 ms."""
+    taps = math.prod(window.kernel for window in windows)
+    if not 2 <= taps <= CACHED_TAPS:
+        return False
+    out = math.prod(window.output for window in windows)
+    wide = windows[0].output * math.prod(w.output + (w.kernel - 1) * w.dilation // w.stride for w in windows[1:])
+    return filters_per_group * (wide - out) <= _PHASED_WASTE_LIMIT * out
+
+
+_PHASED_WASTE_LIMIT = 24
 
 
 # --------------------------------------------------------------------------------------------------
 # Geometry per tap
 # --------------------------------------------------------------------------------------------------
 
-def _tap_boxes(windows: Sequence[AxisWindow]):
-    """For every N-D tap in row-major order (the weights' order): per axis (out_lo, out_hi, input slice).
+@functools.lru_cache(maxsize=256)
+def _tap_copies(windows: tuple[AxisWindow, ...]) -> tuple[tuple[tuple | None, tuple, tuple[tuple, ...]], ...]:
+    """_each_tap_copy worked out once per geometry (it was 2-4 us a tap, a call)."""
+    return tuple(_each_tap_copy(windows))
 
-    Outputs [out_lo, out_hi) are those whose tap reads real input; the input slice lists the positions
-    they read. None when some axis has no such output (the tap reads only padding).
-    """
+
+def _each_tap_copy(windows: Sequence[AxisWindow]):
+    """For every N-D tap in row-major order (the weights' order): the index of the outputs whose tap reads real
+    input (None when none does), the index of the input they read, and the padding strips of the tap's output grid
+    to zero."""
     per_axis = [[_axis_tap(window, j) for j in range(window.kernel)] for window in windows]
+    out = tuple(window.output for window in windows)
     for boxes in itertools.product(*per_axis):
-        yield None if any(box is None for box in boxes) else boxes
+        if any(box is None for box in boxes):      # this tap reads only padding for every output
+            yield None, (), ((Ellipsis,),)
+            continue
+        strips = padding_strips(out, [(lo, hi) for lo, hi, _ in boxes])
+        yield ((Ellipsis,) + tuple(slice(lo, hi) for lo, hi, _ in boxes),
+               (Ellipsis,) + tuple(source for _, _, source in boxes),
+               tuple((Ellipsis,) + strip for strip in strips))
 
 
 def _axis_tap(window: AxisWindow, j: int) -> tuple[int, int, slice] | None:
+    """(out_lo, out_hi, input slice): outputs [out_lo, out_hi) read real input at tap j, at the positions of the
+    slice; None when no output does."""
     offset = j * window.dilation - window.pad_begin          # input position read by output 0
     lo = max(0, -(offset // window.stride))                  # first output with o * s + offset >= 0
     hi = min(window.output, (window.length - 1 - offset) // window.stride + 1)

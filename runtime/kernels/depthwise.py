@@ -1,32 +1,31 @@
 """Depthwise convolution (one input and one output channel per group) for runtime.kernels.convolution: the
-two layouts it picks between by output size and taps (convolution._CHANNELS_LAST_*), and the zero-padded input
-split by stride phase that the channels-first layout reads. Each returns the sums in the accumulation dtype as a
-view of a work array; convolution._finished copies them out, adding the bias and rounding once.
+two layouts it picks between by output size and taps (convolution._CHANNELS_LAST_*). Each returns the sums in the
+accumulation dtype as a view of a work array; convolution._finished copies them out, adding the bias and rounding
+once.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from typing import Sequence
 
 import numpy as np
 
 from poolir.ir.geometry import AxisWindow
-from poolir.runtime.kernels.axis_pass import copy_strided
+from poolir.runtime.kernels.phase_buffer import phase_plan, phase_span
 from poolir.runtime.kernels.work_arrays import (SLOT_CONV_COLUMNS, SLOT_CONV_PHASES, SLOT_CONV_PRODUCT, SLOT_CONV_WIDE,
                                                 work_array)
 
-__all__ = ["depthwise_channels_last", "depthwise_columns", "zero_outside"]
+__all__ = ["depthwise_channels_last", "depthwise_columns"]
 
 
 def depthwise_columns(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow],
                       acc: np.dtype) -> tuple[np.ndarray, bool]:
     """One input and one output channel per group: y[:, c] = weights[c] @ the taps' views of x[:, c].
 
-    Computed on the wide grid of a phase buffer (see _PhaseBuffer), where every tap is one contiguous range
-    per channel: the taps are copied into columns [N, C, taps, wide] (a block of channels at a time, at most
+    Computed on the wide grid of a phase buffer (runtime.kernels.phase_buffer), where every tap is one contiguous
+    range per channel: the taps are copied into columns [N, C, taps, wide] (a block of channels at a time, at most
     _DEPTHWISE_COLUMN_BYTES), and one batched matrix product per block multiplies each channel's weight row
     into them. Against a multiply and an add per tap over the whole grid (half the memory traffic; measured
     1 thread, us, MobileNetV3's layers): 16x112x112 k3 350 -> 284, 72x56x56 k3 401 -> 348, 72x56x56 k5 s2
@@ -34,11 +33,11 @@ def depthwise_columns(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow
     are dropped by the final copy into the fresh result (_finished).
     """
     n, c = x.shape[:2]
-    phases = _PhaseBuffer(x, windows, acc)
-    taps = math.prod(window.kernel for window in windows)
+    phases = phase_plan(x.shape, np.dtype(acc), tuple(windows))
+    views = phases.tap_views(phases.fill(x))
+    taps = len(views)
     weights = w.astype(acc, copy=False).reshape(c, 1, taps)
     wide = work_array(SLOT_CONV_WIDE, (n, c, 1, phases.wide_size), acc)
-    views = [view for _, view in phases.tap_views()]
     block = max(1, _DEPTHWISE_COLUMN_BYTES // (n * taps * phases.wide_size * acc.itemsize))
     for lo in range(0, c, block):
         hi = min(c, lo + block)
@@ -131,7 +130,7 @@ class _ChannelsLast:
             inside = tuple(slice(window.pad_begin, window.pad_begin + size) for window, size in zip(windows, kept))
             rows = (slice(None), slice(None)) + tuple(slice(0, size) for size in kept)
             for r in phases:
-                lo, hi, source = _phase_span(last, r, per_phase)
+                lo, hi, source = phase_span(last, r, per_phase)
                 if lo < hi:
                     self.copies.append(((slice(None),) + inside + (r, slice(lo, hi)), rows + (source,)))
         self.kernel = tuple(window.kernel for window in windows)
@@ -162,85 +161,3 @@ class _ChannelsLast:
                 + (d // math.gcd(d, s) * c * item,)
                 + tuple(window.stride * stride for window, stride in zip(windows, outer)) + last_strides,
                 taps))
-
-
-def _phase_span(window: AxisWindow, r: int, extent: int) -> tuple[int, int, slice]:
-    """Where the input lands in stride phase r of the zero-padded axis: phase position q holds padded position
-    q * s + r, which is input q * s + r - pad_begin. Returns (lo, hi, source): positions lo .. hi - 1 (hi <= extent,
-    the phase's length) hold real input, read by the slice `source` of the axis; lo == hi when none does."""
-    s = window.stride
-    lo = max(0, -((r - window.pad_begin) // s))
-    hi = max(lo, min(extent, (window.length - 1 + window.pad_begin - r) // s + 1))
-    start = lo * s + r - window.pad_begin
-    return lo, hi, slice(start, start + (hi - lo - 1) * s + 1, s) if hi > lo else slice(0, 0)
-
-
-class _PhaseBuffer:
-    """The zero-padded input split into stride phases, so that every tap is one contiguous 1-D range.
-
-    Along an axis with stride s, dilation d and kernel k, output o's tap j reads padded position
-    o*s + j*d = (o + a)*s + r with a = (j*d) // s and r = (j*d) % s: element o + a of phase r, where
-    phase r holds padded positions r, r + s, r + 2s, ... So each tap reads one phase combination
-    (r_0, r_1, ...) shifted by (a_0, a_1, ...). With the phase flattened row-major, outputs on the
-    "wide grid" (O_0, Q_1, ..., Q_last) (Q = phase extent: O + max a) read flat position
-    q + sum a_i * row_i: a contiguous range per tap for all outputs. Wide positions past O_i on inner
-    axes are garbage (they wrap into the next row) and are cropped; axis 0 gets one spare zero row so
-    that the last tap's range stays inside the buffer. Layout [N, C, phase combination, flat].
-    """
-
-    def __init__(self, x: np.ndarray, windows: Sequence[AxisWindow], acc: np.dtype):
-        n, c = x.shape[:2]
-        self.windows = tuple(windows)
-        self.out = tuple(window.output for window in windows)
-        self.extents = tuple(w.output + (w.kernel - 1) * w.dilation // w.stride for w in windows)
-        self.strides = tuple(window.stride for window in windows)
-        rows = (self.extents[0] + 1,) + self.extents[1:]
-        self.wide_shape = (self.out[0],) + self.extents[1:]
-        self.wide_size = math.prod(self.wide_shape)
-        self.row_sizes = tuple(math.prod(self.extents[axis + 1:]) for axis in range(len(windows)))
-        self.buffer = work_array(SLOT_CONV_PHASES, (n, c, math.prod(self.strides)) + rows, acc)
-        used = itertools.product(*({(j * w.dilation) % w.stride for j in range(w.kernel)} for w in windows))
-        for phase in used:
-            target = self.buffer[:, :, self._phase_number(phase)]
-            ranges, sources = [], []
-            for window, r, extent in zip(windows, phase, rows):
-                lo, hi, source = _phase_span(window, r, extent)
-                ranges.append((lo, hi))
-                sources.append(source)
-            if all(hi > lo for lo, hi in ranges):
-                copy_strided(target[(Ellipsis,) + tuple(slice(lo, hi) for lo, hi in ranges)],
-                              x, (Ellipsis,) + tuple(sources))
-            zero_outside(target, ranges)
-        self.flat = self.buffer.reshape(n, c, math.prod(self.strides), -1)
-
-    def _phase_number(self, phase: Sequence[int]) -> int:
-        number = 0
-        for r, stride in zip(phase, self.strides):
-            number = number * stride + r
-        return number
-
-    def tap_views(self):
-        """(tap number in weight order, [N, C, wide_size] view of the input that tap multiplies)."""
-        for tap, taps in enumerate(itertools.product(*(range(w.kernel) for w in self.windows))):
-            shifts = [j * w.dilation for j, w in zip(taps, self.windows)]
-            phase = [shift % w.stride for shift, w in zip(shifts, self.windows)]
-            offset = sum(shift // w.stride * row for shift, w, row in zip(shifts, self.windows, self.row_sizes))
-            yield tap, self.flat[:, :, self._phase_number(phase), offset: offset + self.wide_size]
-
-    def cropped(self, wide: np.ndarray) -> np.ndarray:
-        """The [N, C, *out] view of the real outputs in a [N, C, wide_size] array."""
-        n, c = wide.shape[:2]
-        grid = wide.reshape((n, c) + self.wide_shape)
-        return grid[(Ellipsis,) + tuple(slice(0, o) for o in self.out)]
-
-
-def zero_outside(target: np.ndarray, ranges: Sequence[tuple[int, int]]) -> None:
-    """Zero target[..., *out] outside the box given by one (lo, hi) per trailing axis (the padding strips)."""
-    rank = len(ranges)
-    for axis, (lo, hi) in enumerate(ranges):
-        size = target.shape[target.ndim - rank + axis]
-        for strip in ((0, lo), (hi, size)):
-            if strip[0] < strip[1]:
-                index = [slice(None)] * target.ndim
-                index[target.ndim - rank + axis] = slice(*strip)
-                target[tuple(index)] = 0

@@ -267,6 +267,29 @@ def test_stride_2_phase_split_through_lanes_matches_the_oracle(case: Case, monke
     test_conv_matches_the_oracle(case)
 
 
+IM2COL_CASES = [c for c in CASES if c not in DEPTHWISE_CASES and not (
+    all(k == 1 and s == 1 for k, s in zip(c.kernel, c.strides)) and not any(c.pads_begin + c.pads_end))]
+
+
+@pytest.mark.parametrize("waste_limit", [-1, 10**9], ids=["gathered-from-x", "gathered-from-phases"])
+@pytest.mark.parametrize("case", IM2COL_CASES, ids=str)
+def test_both_im2col_gathers_match_the_oracle(case: Case, waste_limit, monkeypatch):
+    """im2col copies each tap from x, or from the phase buffer's wide grid (convolution._gathers_phases, by the
+    filters and the grid's extra columns): every grid case runs both, with its bias as an addition or, where the
+    plan packs it (BiasedWeights, one group, float32/float64), inside the product."""
+    monkeypatch.setattr(convolution, "_PHASED_WASTE_LIMIT", waste_limit)
+    test_conv_matches_the_oracle(case)
+    x, w, b = case.arrays()
+    if not convolution.BiasedWeights.pays(w, b, case.groups, pointwise=False):
+        return
+    got = convolution.conv_biased(x, convolution.BiasedWeights(w, b), windows=windows(
+        case.spatial, case.kernel, case.strides, case.dilations, case.pads_begin, case.pads_end))
+    expected, magnitude = expected_and_magnitude(case, x, w, b)
+    assert got.dtype == case.dtype and got.shape == expected.shape
+    error = np.abs(got.astype(np.float64) - expected)
+    assert np.all(error <= tolerance(case, expected, magnitude)), f"max error {error.max():.3g}"
+
+
 def test_grid_covers_every_strategy_and_dtype():
     strategies = {"depthwise" if c.channels_per_group == 1 and c.filters_per_group == 1 and c.groups > 1
                   else "pointwise" if all(k == 1 and s == 1 for k, s in zip(c.kernel, c.strides))
