@@ -298,34 +298,44 @@ def _is_identity(window: AxisWindow) -> bool:
 # --------------------------------------------------------------------------------------------------
 
 def _checked(x, w, bias, windows: Sequence[AxisWindow], groups: int):
+    """x, w and bias as native-order arrays (x contiguous), after checking that they fit each other, `windows`
+    and `groups` (UsageError)."""
     x, w, bias = _native(x), _native_order(w), None if bias is None else _native_order(bias)
-    for name, array in (("input", x), ("weights", w), ("bias", bias)):
-        if array is not None and not is_float(array.dtype):
-            raise UsageError(f"convolution {name} of element type {array.dtype} is not supported "
-                             "(float16, bfloat16, float32 and float64 are; integer convolution is ConvInteger)")
-    rank = len(windows)
-    if rank < 1 or x.ndim != rank + 2 or w.ndim != rank + 2:
-        raise UsageError(f"convolution with {rank} spatial windows needs input and weights of rank {rank + 2}, "
-                         f"got input {x.shape} and weights {w.shape}")
-    if any(array.dtype != x.dtype for array in (w,) + ((bias,) if bias is not None else ())):
-        raise UsageError(f"convolution input {x.dtype}, weights {w.dtype}"
-                         + (f" and bias {bias.dtype}" if bias is not None else "") + " must share one element type")
     if not isinstance(groups, (int, np.integer)) or isinstance(groups, bool) or groups < 1:
         raise UsageError(f"groups {groups!r} must be an integer >= 1")
-    channels, filters = x.shape[1], w.shape[0]
-    if w.shape[1] * groups != channels or filters % groups:
-        raise UsageError(f"weights {w.shape} with groups {groups} do not fit input {x.shape}: need "
+    _check_fit(x.shape, x.dtype, w.shape, w.dtype, None if bias is None else (bias.shape, bias.dtype),
+               tuple(windows), int(groups))
+    return x, w, bias
+
+
+@functools.lru_cache(maxsize=512)
+def _check_fit(x_shape, x_dtype, w_shape, w_dtype, bias, windows: tuple[AxisWindow, ...], groups: int) -> None:
+    """_checked's checks, which depend on shapes and types alone: made once per layer (2 us a call, on
+    MobileNetV3's 62 convolutions of 7x7 to 112x112). `bias` is (shape, dtype) or None."""
+    for name, dtype in (("input", x_dtype), ("weights", w_dtype), ("bias", None if bias is None else bias[1])):
+        if dtype is not None and not is_float(dtype):
+            raise UsageError(f"convolution {name} of element type {dtype} is not supported "
+                             "(float16, bfloat16, float32 and float64 are; integer convolution is ConvInteger)")
+    rank = len(windows)
+    if rank < 1 or len(x_shape) != rank + 2 or len(w_shape) != rank + 2:
+        raise UsageError(f"convolution with {rank} spatial windows needs input and weights of rank {rank + 2}, "
+                         f"got input {x_shape} and weights {w_shape}")
+    if w_dtype != x_dtype or bias is not None and bias[1] != x_dtype:
+        raise UsageError(f"convolution input {x_dtype}, weights {w_dtype}"
+                         + (f" and bias {bias[1]}" if bias is not None else "") + " must share one element type")
+    channels, filters = x_shape[1], w_shape[0]
+    if w_shape[1] * groups != channels or filters % groups:
+        raise UsageError(f"weights {w_shape} with groups {groups} do not fit input {x_shape}: need "
                          f"weights[1] * groups == C ({channels}) and groups dividing M ({filters})")
-    if bias is not None and bias.shape != (filters,):
-        raise UsageError(f"bias shape {bias.shape} must be ({filters},), one value per output channel")
+    if bias is not None and bias[0] != (filters,):
+        raise UsageError(f"bias shape {bias[0]} must be ({filters},), one value per output channel")
     for axis, window in enumerate(windows):
-        length, kernel = x.shape[2 + axis], w.shape[2 + axis]
+        length, kernel = x_shape[2 + axis], w_shape[2 + axis]
         floor = output_length(window.length, window.kernel, window.stride, window.dilation, window.pad_begin,
                               window.pad_end, "floor")
         if window.length != length or window.kernel != kernel or window.output != floor:
             raise UsageError(f"spatial axis {axis}: window {window} does not fit input length {length} and "
                              f"kernel {kernel} with floor rounding (output {floor})")
-    return x, w, bias
 
 
 def _native(array) -> np.ndarray:

@@ -160,4 +160,4 @@ class _ChannelsLast:
                 (strides[0],) + tuple(window.dilation * stride for window, stride in zip(windows, outer))
                 + (d // math.gcd(d, s) * c * item,)
                 + tuple(window.stride * stride for window, stride in zip(windows, outer)) + last_strides,
-                taps))
+                slice(taps[0], taps[-1] + 1, s // math.gcd(d, s))))     # the taps: a view of the weights, not a copy
