@@ -56,7 +56,7 @@ from poolir.ir.budget import check_allocation
 from poolir.ir.errors import UsageError
 from poolir.ir.geometry import AxisWindow, output_length
 from poolir.runtime.kernels.depthwise import depthwise_channels_last, depthwise_columns
-from poolir.runtime.kernels.phase_buffer import CACHED_TAPS, padding_strips, phase_plan
+from poolir.runtime.kernels.phase_buffer import CACHED_TAPS, padding_strips, phase_plan, wide_grid
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 from poolir.runtime.kernels.ufunc_buffer import fitted
 from poolir.runtime.kernels.work_arrays import SLOT_CONV_COLUMNS, SLOT_RESULT, widened, work_array
@@ -244,8 +244,7 @@ def _gathers_phases(windows: Sequence[AxisWindow], filters_per_group: int) -> bo
     if not 2 <= taps <= CACHED_TAPS:
         return False
     out = math.prod(window.output for window in windows)
-    wide = windows[0].output * math.prod(w.output + (w.kernel - 1) * w.dilation // w.stride for w in windows[1:])
-    return filters_per_group * (wide - out) <= _PHASED_WASTE_LIMIT * out
+    return filters_per_group * (math.prod(wide_grid(windows)) - out) <= _PHASED_WASTE_LIMIT * out
 
 
 _PHASED_WASTE_LIMIT = 24

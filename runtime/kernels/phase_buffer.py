@@ -26,7 +26,7 @@ from poolir.ir.geometry import AxisWindow
 from poolir.runtime.kernels.axis_pass import copy_strided
 from poolir.runtime.kernels.work_arrays import SLOT_CONV_PHASES, work_array
 
-__all__ = ["CACHED_TAPS", "PhasePlan", "padding_strips", "phase_plan", "phase_span"]
+__all__ = ["CACHED_TAPS", "PhasePlan", "padding_strips", "phase_plan", "phase_span", "wide_grid"]
 
 
 # Kernels of at most this many taps have their tap geometry cached (here and in runtime.kernels.convolution); a
@@ -56,11 +56,11 @@ class PhasePlan:
     def __init__(self, shape: tuple[int, ...], acc: np.dtype, windows: tuple[AxisWindow, ...]):
         n, c = shape[:2]
         strides = tuple(window.stride for window in windows)
-        extents = tuple(w.output + (w.kernel - 1) * w.dilation // w.stride for w in windows)
+        extents = _phase_extents(windows)
         rows = (extents[0] + 1,) + extents[1:]
         self.acc = acc
         self.out = tuple(window.output for window in windows)
-        self.wide_shape = (self.out[0],) + extents[1:]
+        self.wide_shape = wide_grid(windows)
         self.wide_size = math.prod(self.wide_shape)
         self.buffer_shape = (n, c, math.prod(strides)) + rows
         self.copies, self.zeros = [], []
@@ -102,6 +102,17 @@ class PhasePlan:
         n, c = wide.shape[:2]
         grid = wide.reshape((n, c) + self.wide_shape)
         return grid[(Ellipsis,) + tuple(slice(0, o) for o in self.out)]
+
+
+def _phase_extents(windows: Sequence[AxisWindow]) -> tuple[int, ...]:
+    """The length of every stride phase along each axis: the outputs plus the largest shift of a tap."""
+    return tuple(w.output + (w.kernel - 1) * w.dilation // w.stride for w in windows)
+
+
+def wide_grid(windows: Sequence[AxisWindow]) -> tuple[int, ...]:
+    """The grid of outputs the taps' contiguous ranges cover: the real outputs along the first axis, the phase
+    extents along the others (see the module docstring)."""
+    return (windows[0].output,) + _phase_extents(windows)[1:]
 
 
 def _phase_number(phase: Sequence[int], strides: Sequence[int]) -> int:

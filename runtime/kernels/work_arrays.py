@@ -71,4 +71,5 @@ def release_work_arrays() -> None:
 
 __all__ = ["SLOT_ACTIVATION", "SLOT_BEST", "SLOT_CONV_COLUMNS", "SLOT_CONV_PHASES", "SLOT_CONV_PRODUCT",
            "SLOT_CONV_WIDE", "SLOT_DENSE", "SLOT_DOUBLING", "SLOT_EQUAL", "SLOT_FLAT_PASS", "SLOT_PAIR", "SLOT_PASS",
-           "SLOT_PHASES", "SLOT_RESULT", "SLOT_SCORE", "SLOT_TAP_GRID", "SLOT_WIDENED", "release_work_arrays", "widened", "work_array"]
+           "SLOT_PHASES", "SLOT_RESULT", "SLOT_SCORE", "SLOT_TAP_GRID", "SLOT_WIDENED", "release_work_arrays",
+           "widened", "work_array"]
