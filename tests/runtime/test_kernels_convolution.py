@@ -290,6 +290,27 @@ def test_both_im2col_gathers_match_the_oracle(case: Case, waste_limit, monkeypat
     assert np.all(error <= tolerance(case, expected, magnitude)), f"max error {error.max():.3g}"
 
 
+@pytest.mark.parametrize("groups", [1, 2], ids=["im2col", "depthwise"])
+def test_kernels_of_more_taps_than_the_caches_take_are_computed_uncached(groups):
+    """Kernels above phase_buffer.CACHED_TAPS taps (a hostile file's, or a long 1-D filter) are worked out on every
+    call and never kept in the geometry caches; the sums match numpy's float64 correlation."""
+    from poolir.runtime.kernels import phase_buffer
+    taps = phase_buffer.CACHED_TAPS + 77
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 2, taps + 900)).astype(np.float32)      # 910 outputs: depthwise in columns
+    w = rng.standard_normal((2, 2 // groups, taps)).astype(np.float32)
+    before = (convolution._tap_copies.cache_info().currsize, phase_buffer._cached_phase_plan.cache_info().currsize)
+    got = conv(x, w, windows=windows([taps + 900], [taps], [1], [1], [5], [4]), groups=groups)
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (5, 4)))
+    for m in range(2):
+        inputs = [m] if groups == 2 else [0, 1]
+        expected = sum(np.correlate(padded[0, c], w[m, c - inputs[0]].astype(np.float64), "valid")
+                       for c in inputs)
+        np.testing.assert_allclose(got[0, m], expected, rtol=0, atol=1e-4 * np.abs(expected).max())
+    assert (convolution._tap_copies.cache_info().currsize,
+            phase_buffer._cached_phase_plan.cache_info().currsize) == before
+
+
 def test_grid_covers_every_strategy_and_dtype():
     strategies = {"depthwise" if c.channels_per_group == 1 and c.filters_per_group == 1 and c.groups > 1
                   else "pointwise" if all(k == 1 and s == 1 for k, s in zip(c.kernel, c.strides))
