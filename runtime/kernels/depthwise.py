@@ -100,8 +100,8 @@ def _channels_last_plan(shape: tuple[int, ...], acc: np.dtype, windows: tuple[Ax
 
 class _ChannelsLast:
     """depthwise_channels_last worked out once per input shape, dtype and windows (its Python cost per call was
-    30-48 us, as much as the arithmetic of a 200x14x14 layer): the zero-padded buffer [N, *extents[:-1], s,
-    per_phase, C] (the last image axis split by stride phase), the copies of x into it, and per stride phase of the
+    30-48 us, as much as the arithmetic of a 200x14x14 layer): the zero-padded buffer [N, *extents[:-1],
+    phases, per_phase, C] (the last image axis split by stride phase, a plane per phase some tap reads), the copies of x into it, and per stride phase of the
     last axis one strided view of the buffer that holds every tap of that phase, with the taps' numbers.
 
     Along the last axis tap j reads phase (j * d) % s at shift (j * d) // s, and the taps of one phase step their
@@ -119,20 +119,20 @@ class _ChannelsLast:
         extents = tuple((window.output - 1) * window.stride + (window.kernel - 1) * window.dilation + 1
                         for window in windows)
         per_phase = -(-extents[-1] // s)
-        self.padded_shape = (n,) + extents[:-1] + (s, per_phase, c)
+        phases = sorted({j * d % s for j in range(last.kernel)})      # only these get a plane (see phase_buffer)
+        self.padded_shape = (n,) + extents[:-1] + (len(phases), per_phase, c)
         self.channels_to_last = (0,) + tuple(range(2, rank + 2)) + (1,)
         self.channels_to_front = (0, rank + 1) + tuple(range(1, rank + 1))
         self.copies = []
-        phases = sorted({j * d % s for j in range(last.kernel)})
         kept = tuple(max(0, min(window.length, extent - window.pad_begin))
                      for window, extent in zip(windows[:-1], extents[:-1]))
         if all(kept):
             inside = tuple(slice(window.pad_begin, window.pad_begin + size) for window, size in zip(windows, kept))
             rows = (slice(None), slice(None)) + tuple(slice(0, size) for size in kept)
-            for r in phases:
+            for plane, r in enumerate(phases):
                 lo, hi, source = phase_span(last, r, per_phase)
                 if lo < hi:
-                    self.copies.append(((slice(None),) + inside + (r, slice(lo, hi)), rows + (source,)))
+                    self.copies.append(((slice(None),) + inside + (plane, slice(lo, hi)), rows + (source,)))
         self.kernel = tuple(window.kernel for window in windows)
         self.out_last = last.output
         out = tuple(window.output for window in windows)
@@ -152,10 +152,10 @@ class _ChannelsLast:
         else:
             last_shape, last_strides = (last.output, c), (c * item, item)
         self.groups = []
-        for phase in phases:
+        for plane, phase in enumerate(phases):
             taps = [j for j in range(last.kernel) if j * d % s == phase]
             self.groups.append((
-                phase * strides[rank] + taps[0] * d // s * c * item,          # the group's first tap, output 0
+                plane * strides[rank] + taps[0] * d // s * c * item,          # the group's first tap, output 0
                 (n,) + self.kernel[:-1] + (len(taps),) + out[:-1] + last_shape,
                 (strides[0],) + tuple(window.dilation * stride for window, stride in zip(windows, outer))
                 + (d // math.gcd(d, s) * c * item,)

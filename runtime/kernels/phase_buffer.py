@@ -7,7 +7,7 @@ phase r holds padded positions r, r + s, r + 2s, ... So each tap reads one phase
 "wide grid" (O_0, Q_1, ..., Q_last) (Q = phase extent: O + max a) read flat position
 q + sum a_i * row_i: a contiguous range per tap for all outputs. Wide positions past O_i on inner
 axes are garbage (they wrap into the next row) and are cropped; axis 0 gets one spare zero row so
-that the last tap's range stays inside the buffer. Layout [N, C, phase combination, flat].
+that the last tap's range stays inside the buffer. Layout [N, C, phase combination, flat], a plane per combination some tap reads.
 
 Used by the depthwise columns (runtime.kernels.depthwise) and by im2col for convolutions whose taps would
 otherwise be copied from strided or short rows (runtime.kernels.convolution).
@@ -55,18 +55,20 @@ class PhasePlan:
 
     def __init__(self, shape: tuple[int, ...], acc: np.dtype, windows: tuple[AxisWindow, ...]):
         n, c = shape[:2]
-        strides = tuple(window.stride for window in windows)
+        # Only the phases some tap reads get a plane (at most kernel of the stride's per axis): a stride far above
+        # the kernel would otherwise make a plane per phase, most of them never read.
+        used = [sorted({(j * w.dilation) % w.stride for j in range(w.kernel)}) for w in windows]
+        planes = [{r: number for number, r in enumerate(phases)} for phases in used]
         extents = _phase_extents(windows)
         rows = (extents[0] + 1,) + extents[1:]
         self.acc = acc
         self.out = tuple(window.output for window in windows)
         self.wide_shape = wide_grid(windows)
         self.wide_size = math.prod(self.wide_shape)
-        self.buffer_shape = (n, c, math.prod(strides)) + rows
+        self.buffer_shape = (n, c, math.prod(len(phases) for phases in used)) + rows
         self.copies, self.zeros = [], []
-        used = itertools.product(*({(j * w.dilation) % w.stride for j in range(w.kernel)} for w in windows))
-        for phase in used:
-            number = _phase_number(phase, strides)
+        for phase in itertools.product(*used):
+            number = _plane_number(phase, planes)
             ranges, sources = [], []
             for window, r, extent in zip(windows, phase, rows):
                 lo, hi, source = phase_span(window, r, extent)
@@ -82,7 +84,7 @@ class PhasePlan:
             shifts = [j * w.dilation for j, w in zip(taps, windows)]
             phase = [shift % w.stride for shift, w in zip(shifts, windows)]
             offset = sum(shift // w.stride * row for shift, w, row in zip(shifts, windows, row_sizes))
-            self.taps.append((_phase_number(phase, strides), offset))
+            self.taps.append((_plane_number(phase, planes), offset))
 
     def fill(self, x: np.ndarray) -> np.ndarray:
         """x copied into this thread's phase buffer (cast to the plan's dtype); returns it as [N, C, phases, flat]."""
@@ -115,10 +117,11 @@ def wide_grid(windows: Sequence[AxisWindow]) -> tuple[int, ...]:
     return (windows[0].output,) + _phase_extents(windows)[1:]
 
 
-def _phase_number(phase: Sequence[int], strides: Sequence[int]) -> int:
+def _plane_number(phase: Sequence[int], planes: Sequence[dict[int, int]]) -> int:
+    """The buffer plane of a phase combination: row-major over each axis's used phases."""
     number = 0
-    for r, stride in zip(phase, strides):
-        number = number * stride + r
+    for r, plane in zip(phase, planes):
+        number = number * len(plane) + plane[r]
     return number
 
 

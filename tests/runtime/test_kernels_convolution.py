@@ -311,6 +311,31 @@ def test_kernels_of_more_taps_than_the_caches_take_are_computed_uncached(groups)
             phase_buffer._cached_phase_plan.cache_info().currsize) == before
 
 
+@pytest.mark.parametrize("layout", ["im2col-from-x", "im2col-from-phases", "depthwise-columns",
+                                    "depthwise-channels-last"])
+def test_a_stride_far_above_the_input_allocates_for_the_taps_read_only(layout, monkeypatch):
+    """Stride 10**7 over a 5x5 input: one output, read by taps of phase 0 .. 2 only. The stride-phase buffers hold a
+    plane per phase a tap reads, not one per phase of the stride (10**14 here), so the convolution runs within a
+    1 MiB budget."""
+    from poolir.ir import budget
+    monkeypatch.setattr(convolution, "_PHASED_WASTE_LIMIT", -1 if layout == "im2col-from-x" else 10**9)
+    monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_IMAGE", 10**9 if layout.endswith("last") else 0)
+    monkeypatch.setattr(convolution, "_CHANNELS_LAST_MAX_LONG_IMAGE", 0)
+    groups = 3 if layout.startswith("depthwise") else 1
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 3, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((3, 3 // groups, 3, 3)).astype(np.float32)
+    budget.set_max_memory(1 << 20)
+    try:
+        got = conv(x, w, windows=windows([5, 5], [3, 3], [10**7, 10**7]), groups=groups)
+    finally:
+        budget.set_max_memory(None)
+    patch = x[0, :, :3, :3].astype(np.float64)
+    expected = ([np.sum(patch[m] * w[m, 0]) for m in range(3)] if groups == 3
+                else [np.sum(patch * w[m]) for m in range(3)])
+    np.testing.assert_allclose(got.reshape(3), expected, rtol=1e-5)
+
+
 def test_grid_covers_every_strategy_and_dtype():
     strategies = {"depthwise" if c.channels_per_group == 1 and c.filters_per_group == 1 and c.groups > 1
                   else "pointwise" if all(k == 1 and s == 1 for k, s in zip(c.kernel, c.strides))
