@@ -101,8 +101,9 @@ def _channels_last_plan(shape: tuple[int, ...], acc: np.dtype, windows: tuple[Ax
 class _ChannelsLast:
     """depthwise_channels_last worked out once per input shape, dtype and windows (its Python cost per call was
     30-48 us, as much as the arithmetic of a 200x14x14 layer): the zero-padded buffer [N, *extents[:-1],
-    phases, per_phase, C] (the last image axis split by stride phase, a plane per phase some tap reads), the copies of x into it, and per stride phase of the
-    last axis one strided view of the buffer that holds every tap of that phase, with the taps' numbers.
+    phases, per_phase, C] (the last image axis split by stride phase, a plane per phase some tap reads), the
+    copies of x into it, and per stride phase of the last axis one strided view of the buffer that holds every tap
+    of that phase, with the taps' numbers.
 
     Along the last axis tap j reads phase (j * d) % s at shift (j * d) // s, and the taps of one phase step their
     shift by d / gcd(d, s): a constant stride. Padded position o * s + j * d is read by output o's tap j; input i

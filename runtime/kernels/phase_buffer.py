@@ -7,7 +7,8 @@ phase r holds padded positions r, r + s, r + 2s, ... So each tap reads one phase
 "wide grid" (O_0, Q_1, ..., Q_last) (Q = phase extent: O + max a) read flat position
 q + sum a_i * row_i: a contiguous range per tap for all outputs. Wide positions past O_i on inner
 axes are garbage (they wrap into the next row) and are cropped; axis 0 gets one spare zero row so
-that the last tap's range stays inside the buffer. Layout [N, C, phase combination, flat], a plane per combination some tap reads.
+that the last tap's range stays inside the buffer. Layout [N, C, phase combination, flat], a plane per
+combination some tap reads.
 
 Used by the depthwise columns (runtime.kernels.depthwise) and by im2col for convolutions whose taps would
 otherwise be copied from strided or short rows (runtime.kernels.convolution).
