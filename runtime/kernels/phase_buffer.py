@@ -56,8 +56,8 @@ class PhasePlan:
 
     def __init__(self, shape: tuple[int, ...], acc: np.dtype, windows: tuple[AxisWindow, ...]):
         n, c = shape[:2]
-        # Only the phases some tap reads get a plane (at most kernel of the stride's per axis): a stride far above
-        # the kernel would otherwise make a plane per phase, most of them never read.
+        # Only the phases some tap reads get a plane (at most min(kernel, stride) per axis): a stride far above the
+        # kernel would otherwise make a plane per phase, most of them never read.
         used = [sorted({(j * w.dilation) % w.stride for j in range(w.kernel)}) for w in windows]
         planes = [{r: number for number, r in enumerate(phases)} for phases in used]
         extents = _phase_extents(windows)
