@@ -98,7 +98,8 @@ def conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None = None, *, window
         image = math.prod(window.output for window in windows)
         if image <= _CHANNELS_LAST_MAX_IMAGE or (image <= _CHANNELS_LAST_MAX_LONG_IMAGE and math.prod(
                 window.kernel for window in windows) >= _CHANNELS_LAST_MIN_TAPS):
-            y, fresh = depthwise_channels_last(x, w, windows, acc)
+            y, fresh = depthwise_channels_last(x, w, windows, acc, bias)
+            bias = None                      # added in the channels-last layout
         else:
             y, fresh = depthwise_columns(x, w, windows, acc)
     elif all(_is_identity(window) for window in windows):
