@@ -201,7 +201,9 @@ def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], gr
     out = tuple(window.output for window in windows)
     taps = math.prod(window.kernel for window in windows)
     rows = c * taps
-    phases = phase_plan(x.shape, np.dtype(acc), tuple(windows)) if _gathers_phases(windows, m // groups) else None
+    windows = tuple(windows)
+    gathers_phases = _gathers_phases(windows, m // groups, _PHASED_WASTE_LIMIT)
+    phases = phase_plan(x.shape, np.dtype(acc), windows) if gathers_phases else None
     grid = (phases.wide_size,) if phases is not None else out
     size = math.prod(grid)
     if ones_row:
@@ -215,7 +217,7 @@ def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], gr
         for tap, view in enumerate(phases.tap_views(phases.fill(x))):
             np.copyto(columns[:, :, tap], view)
     else:
-        copies = _tap_copies(tuple(windows)) if taps <= CACHED_TAPS else _each_tap_copy(windows)
+        copies = _tap_copies(windows) if taps <= CACHED_TAPS else _each_tap_copy(windows)
         for tap, (out_box, source, strips) in enumerate(copies):
             target = columns[:, :, tap]
             if out_box is not None:
@@ -231,10 +233,12 @@ def _im2col_gemm(x: np.ndarray, w: np.ndarray, windows: Sequence[AxisWindow], gr
     return y.reshape((n, m) + out), fresh
 
 
-def _gathers_phases(windows: Sequence[AxisWindow], filters_per_group: int) -> bool:
+@functools.lru_cache(maxsize=256)
+def _gathers_phases(windows: tuple[AxisWindow, ...], filters_per_group: int, waste_limit: float) -> bool:
     """Whether im2col gathers its columns from the phase buffer: the tap copies become contiguous (x's views are
     strided, or rows of a few elements), but the wide grid's extra columns cost every filter a product and the
-    result a cropping copy. So: when filters x extra columns / real columns is at most _PHASED_WASTE_LIMIT.
+    result a cropping copy. So: when filters x extra columns / real columns is at most `waste_limit`
+    (_PHASED_WASTE_LIMIT; an argument so that the cached answers follow it).
     Measured (conv_biased, 2 BLAS threads, us, im2col / phased; filters x waste in brackets): 3->64 224x224 k7 s2
     1481 / 1310 (1.7), 64->64 56x56 k3 2006 / 1341 (2.3), 64->192 56x56 k3 3616 / 3102 (6.9), 128->128 28x28 k3
     1569 / 1363 (9.1), 256->256 28x28 k3 s2 1581 / 1382 (18.3), 16->48 14x14 k5 166 / 146 (13.7), 24->64 14x14 k5
@@ -245,7 +249,7 @@ def _gathers_phases(windows: Sequence[AxisWindow], filters_per_group: int) -> bo
     if not 2 <= taps <= CACHED_TAPS:
         return False
     out = math.prod(window.output for window in windows)
-    return filters_per_group * (math.prod(wide_grid(windows)) - out) <= _PHASED_WASTE_LIMIT * out
+    return filters_per_group * (math.prod(wide_grid(windows)) - out) <= waste_limit * out
 
 
 _PHASED_WASTE_LIMIT = 24

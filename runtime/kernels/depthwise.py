@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from poolir.ir.geometry import AxisWindow
-from poolir.runtime.kernels.phase_buffer import phase_plan, phase_span
+from poolir.runtime.kernels.phase_buffer import phase_plan, phase_span, used_phases
 from poolir.runtime.kernels.work_arrays import (SLOT_CONV_COLUMNS, SLOT_CONV_PHASES, SLOT_CONV_PRODUCT, SLOT_CONV_WIDE,
                                                 work_array)
 
@@ -125,7 +125,7 @@ class _ChannelsLast:
         extents = tuple((window.output - 1) * window.stride + (window.kernel - 1) * window.dilation + 1
                         for window in windows)
         per_phase = -(-extents[-1] // s)
-        phases = sorted({j * d % s for j in range(last.kernel)})      # only these get a plane (see phase_buffer)
+        phases = used_phases(last)                                     # only these get a plane (see phase_buffer)
         self.padded_shape = (n,) + extents[:-1] + (len(phases), per_phase, c)
         self.channels_to_last = (0,) + tuple(range(2, rank + 2)) + (1,)
         self.channels_to_front = (0, rank + 1) + tuple(range(1, rank + 1))

@@ -27,7 +27,7 @@ from poolir.ir.geometry import AxisWindow
 from poolir.runtime.kernels.axis_pass import copy_strided
 from poolir.runtime.kernels.work_arrays import SLOT_CONV_PHASES, work_array
 
-__all__ = ["CACHED_TAPS", "PhasePlan", "padding_strips", "phase_plan", "phase_span", "wide_grid"]
+__all__ = ["CACHED_TAPS", "PhasePlan", "padding_strips", "phase_plan", "phase_span", "used_phases", "wide_grid"]
 
 
 # Kernels of at most this many taps have their tap geometry cached (here and in runtime.kernels.convolution); a
@@ -58,7 +58,7 @@ class PhasePlan:
         n, c = shape[:2]
         # Only the phases some tap reads get a plane (at most min(kernel, stride) per axis): a stride far above the
         # kernel would otherwise make a plane per phase, most of them never read.
-        used = [sorted({(j * w.dilation) % w.stride for j in range(w.kernel)}) for w in windows]
+        used = [used_phases(window) for window in windows]
         planes = [{r: number for number, r in enumerate(phases)} for phases in used]
         extents = _phase_extents(windows)
         rows = (extents[0] + 1,) + extents[1:]
@@ -116,6 +116,11 @@ def wide_grid(windows: Sequence[AxisWindow]) -> tuple[int, ...]:
     """The grid of outputs the taps' contiguous ranges cover: the real outputs along the first axis, the phase
     extents along the others (see the module docstring)."""
     return (windows[0].output,) + _phase_extents(windows)[1:]
+
+
+def used_phases(window: AxisWindow) -> list[int]:
+    """The stride phases of the padded axis that some tap reads, ascending: tap j reads phase (j * d) % s."""
+    return sorted({(j * window.dilation) % window.stride for j in range(window.kernel)})
 
 
 def _plane_number(phase: Sequence[int], planes: Sequence[dict[int, int]]) -> int:
