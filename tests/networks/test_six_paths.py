@@ -105,6 +105,10 @@ def test_compare_reports_a_wrong_value_a_missing_output_and_a_lost_name():
     wrong = compare({"y": expected["y"] * 1.01}, expected)
     assert wrong.status == "differs" and abs(wrong.max_abs - 0.01) < 1e-6 and "y:" in wrong.detail
     assert compare({"z": expected["y"]}, expected).status == "differs"
+    # A float16 output is judged at float16's tolerance: an ulp of float16 agrees, a 5% error does not.
+    half = {"y": np.linspace(8, 16, 10, dtype=np.float16)}
+    assert compare({"y": half["y"] + np.float16(0.0078125)}, half).ok
+    assert not compare({"y": half["y"] * np.float16(1.05)}, half).ok
 
     def graph_with(outputs):
         nodes = [helper.make_node("Identity", ["x"], [name]) for name, _ in outputs]
