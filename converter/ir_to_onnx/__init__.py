@@ -13,7 +13,8 @@ ConversionError naming the layer and the reason.
     elementwise.py    arithmetic, integer division and modulo, conversions
     movement.py       reshape, concat, split, transpose, squeeze, pad, shape, gather, slice, broadcast
     reduction.py      Reduce*
-    activation.py     ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax
+    activation.py     ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
+                      Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
     normalization.py  BatchNormInference (both input orders), LRN (OpenVINO's window and bias carried over)
 """
 

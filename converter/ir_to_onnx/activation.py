@@ -11,6 +11,8 @@
              x * 0.5 * (1 + Erf(x * (1 / sqrt(2)))), tanh mode x * 0.5 * (1 + Tanh(sqrt(2 / pi) * (x + 0.044715 *
              x * x * x))). poolir's IR runtime rounds the exact value once, the formula rounds each step: they
              agree to a few ulps (OpenVINO's CPU plugin approximates GELU more loosely; runtime/ir_ops/activation.py).
+    Elu -> Elu (alpha)    Selu (constant alpha, lambda) -> Selu (alpha, gamma)    SoftPlus -> Softplus
+    SoftSign -> Softsign    Mish -> Mish from opset 18; before, its definition x * Tanh(Softplus(x))
     SoftMax, LogSoftmax -> Softmax / LogSoftmax along the axis; in an opset whose Softmax coerces to 2-D only
              when the axis is the last one (or every later dim is 1), refused otherwise.
 
@@ -66,8 +68,7 @@ def hard_sigmoid(context: Context, layer: Layer) -> None:
         if not math.isfinite(value):
             raise ConversionError(f"HardSigmoid {what} {value!r}: where alpha * x + beta is NaN, OpenVINO gives 1 "
                                   f"and ONNX NaN, so no exact ONNX exists")
-        if float(np.float32(value)) != value:
-            raise ConversionError(f"HardSigmoid {what} {value!r} is not a float32 value, and ONNX's attribute is")
+        _float32_attribute(layer, what, value)
     _hard_sigmoid_node(context, layer, context.input(layer, 0), [context.name_output(layer, 0)], alpha, beta)
 
 
@@ -185,6 +186,40 @@ def prelu(context: Context, layer: Layer) -> None:
     context.node_into("PRelu", [source, slope_name], [output], layer.name)
 
 
+def _float32_attribute(layer: Layer, what: str, value: float) -> float:
+    if float(np.float32(value)) != value:
+        raise ConversionError(f"{layer.type} {what} {value!r} is not a float32 value, and ONNX's attribute is")
+    return value
+
+
+def elu(context: Context, layer: Layer) -> None:
+    check_writes(context, "Elu", context.input_info(layer, 0).element_type)
+    alpha = _float32_attribute(layer, "alpha", layer.attrs["alpha"])
+    context.node_into("Elu", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name, alpha=alpha)
+
+
+def selu(context: Context, layer: Layer) -> None:
+    check_writes(context, "Selu", context.input_info(layer, 0).element_type)
+    alpha = _float32_attribute(layer, "alpha", _scalar(context, layer, 1, "alpha"))
+    gamma = _float32_attribute(layer, "lambda", _scalar(context, layer, 2, "lambda"))
+    context.node_into("Selu", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name, alpha=alpha,
+                      gamma=gamma)
+
+
+def mish(context: Context, layer: Layer) -> None:
+    element_type = context.input_info(layer, 0).element_type
+    source, output = context.input(layer, 0), context.name_output(layer, 0)
+    since = first_opset("Mish")
+    if since is not None and context.opset >= since:
+        check_writes(context, "Mish", element_type)
+        context.node_into("Mish", [source], [output], layer.name)
+        return
+    check_writes(context, "Softplus", element_type)
+    softplus = context.node("Softplus", [source], f"{layer.name}/softplus")[0]
+    gate = context.node("Tanh", [softplus], f"{layer.name}/tanh")[0]
+    context.node_into("Mul", [source, gate], [output], layer.name)
+
+
 def is_float_type(element_type: str) -> bool:
     return not is_integer(element_type)
 
@@ -211,5 +246,6 @@ def _first_along_axis(op_type: str) -> int:
 CONVERTERS = {
     "ReLU": _unary("Relu"), "Sigmoid": _unary("Sigmoid"), "Tanh": _unary("Tanh"), "Clamp": clamp,
     "HardSigmoid": hard_sigmoid, "HSigmoid": hsigmoid, "HSwish": hswish, "Swish": swish, "PReLU": prelu,
-    "SoftMax": softmax, "LogSoftmax": softmax, "Gelu": gelu,
+    "SoftMax": softmax, "LogSoftmax": softmax, "Gelu": gelu, "Elu": elu, "Selu": selu,
+    "SoftPlus": _unary("Softplus"), "SoftSign": _unary("Softsign"), "Mish": mish,
 }

@@ -6,7 +6,8 @@
     pooling.py           AveragePool, MaxPool, LpPool, Global*Pool (and OpenVINO's pooling facts)
     pool_windows.py      the IR pads and rounding that give ONNX's windows
     max_pool_indices.py  storage_order=1 indices by index arithmetic
-    activation.py        Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, PRelu, Softmax, LogSoftmax
+    activation.py        Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, PRelu, Softmax, LogSoftmax,
+                         Gelu, Elu, Selu, Celu, Softplus, Softsign, Mish
     elementwise.py       arithmetic, Mod, Cast/CastLike (and where ONNX and OpenVINO differ on them)
     movement.py          Identity, Transpose, Reshape, Concat, Split, Slice, Squeeze, Unsqueeze, Gather, Shape,
                          Expand, Pad, Constant, ConstantOfShape

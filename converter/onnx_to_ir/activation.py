@@ -5,6 +5,9 @@
     HardSigmoid -> HardSigmoid (alpha, beta as scalar Consts of the input's type)
     HardSwish -> HSwish     LeakyRelu -> PReLU (a one-element slope)    PRelu -> PReLU
     Gelu-20 -> Gelu-7 (approximate none: approximation_mode erf; tanh: tanh)
+    Elu -> Elu (alpha)    Selu -> Selu (alpha, gamma as scalar Consts of the input's type: lambda)
+    Celu -> Elu (alpha 1) or max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) as layers, as OpenVINO writes it
+    Softplus -> SoftPlus    Softsign -> SoftSign    Mish -> Mish
     Softmax, LogSoftmax 13+ -> SoftMax-8 / LogSoftmax-5 along the axis
     Softmax, LogSoftmax 1, 11 -> the same along the axis when it is the last axis (or every later dim is 1);
         otherwise Reshape to 2-D [prod(dims[:axis]), prod(dims[axis:])], SoftMax axis 1, Reshape back to
@@ -36,7 +39,8 @@ from poolir.ir.errors import ConversionError, InvalidModelError
 from poolir.ir.shapes import checked_axis
 from poolir.runtime.onnx_ops.activation import GELU_APPROXIMATIONS, clip_default_bound, softmax_along_axis
 
-_PLAIN = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "HardSwish": "HSwish"}
+_PLAIN = {"Relu": "ReLU", "Sigmoid": "Sigmoid", "Tanh": "Tanh", "HardSwish": "HSwish", "Softplus": "SoftPlus",
+          "Softsign": "SoftSign", "Mish": "Mish"}
 
 
 def _same_shape(node: OnnxNode, x: Value, ref) -> list[Value]:
@@ -69,6 +73,38 @@ def gelu(node: OnnxNode) -> list[Value]:
         raise InvalidModelError(f"approximate {attrs['approximate']!r}: Gelu takes 'none' or 'tanh'")
     mode = "tanh" if attrs["approximate"] == "tanh" else "erf"
     ref = node.add("Gelu", [x.ref], {"approximation_mode": mode}, name=node.name, newest=True)[0]
+    return _same_shape(node, x, ref)
+
+
+def elu(node: OnnxNode) -> list[Value]:
+    x, attrs = node.checked_single_input()
+    return _same_shape(node, x, node.add("Elu", [x.ref], {"alpha": attrs["alpha"]}, name=node.name)[0])
+
+
+def selu(node: OnnxNode) -> list[Value]:
+    x, attrs = node.checked_single_input()
+    alpha, gamma = node.const(attrs["alpha"], x.element_type), node.const(attrs["gamma"], x.element_type)
+    return _same_shape(node, x, node.add("Selu", [x.ref, alpha, gamma], name=node.name)[0])
+
+
+def celu(node: OnnxNode) -> list[Value]:
+    """Celu with alpha 1 is Elu with alpha 1 exactly (max(0, x) + min(0, exp(x) - 1) is one branch or the other);
+    another alpha is its definition as layers, which rounds in the element type at each step (x / alpha, exp, - 1)
+    where the runtimes round the exact value once: within a few ulps of the result's size."""
+    x, attrs = node.checked_single_input()
+    alpha = attrs["alpha"]
+    if alpha == 1.0:
+        return _same_shape(node, x, node.add("Elu", [x.ref], {"alpha": 1.0}, name=node.name)[0])
+    broadcast = {"auto_broadcast": "numpy"}
+    zero, one, alpha_ref = (node.const(v, x.element_type) for v in (0.0, 1.0, alpha))
+
+    def layer(layer_type: str, inputs: list, suffix: str):
+        return node.add(layer_type, inputs, {} if layer_type == "Exp" else broadcast, name=f"{node.name}/{suffix}")[0]
+    positive = layer("Maximum", [x.ref, zero], "positive")
+    exp = layer("Exp", [layer("Divide", [x.ref, alpha_ref], "scaled")], "exp")
+    negative = layer("Minimum", [layer("Multiply", [alpha_ref, layer("Subtract", [exp, one], "expm1")], "times_alpha"),
+                                 zero], "negative")
+    ref = node.add("Add", [positive, negative], broadcast, name=node.name)[0]
     return _same_shape(node, x, ref)
 
 
@@ -192,5 +228,5 @@ def softmax(node: OnnxNode) -> list[Value]:
 
 CONVERTERS = {
     **dict.fromkeys(_PLAIN, plain), "HardSigmoid": hard_sigmoid, "LeakyRelu": leaky_relu, "PRelu": prelu,
-    "Clip": clip, "Softmax": softmax, "LogSoftmax": softmax, "Gelu": gelu,
+    "Clip": clip, "Softmax": softmax, "LogSoftmax": softmax, "Gelu": gelu, "Elu": elu, "Selu": selu, "Celu": celu,
 }

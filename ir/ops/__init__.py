@@ -10,7 +10,7 @@
     matmul       MatMul
     normalization  BatchNormInference, LRN, MVN
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
-                 Gelu
+                 Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
     pointwise    Sign, Negative, Exp, Log, Erf, comparisons, LogicalNot/And/Or/Xor, Select
     rearrange    ShuffleChannels, GatherND, Tile
 

@@ -1,5 +1,5 @@
 """Activation layers: ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax,
-LogSoftmax, Gelu. Every one keeps its input's element type and shape.
+LogSoftmax, Gelu, Elu, Selu, SoftPlus, SoftSign, Mish. Every one keeps its input's element type and shape.
 
 OpenVINO 2026.4's ONNX frontend writes them for: Relu -> ReLU-1; Clip -> Clamp-1 (constant bounds);
 Sigmoid -> Sigmoid-1; Tanh -> Tanh-1; HardSigmoid -> HardSigmoid-1 (alpha, beta as scalar Const inputs);
@@ -8,6 +8,8 @@ LogSoftmax-5 (before opset 11 between two Reshapes that coerce the input to 2-D;
 converter/onnx_to_ir/activation.py for what it does for Softmax-11). The layer type OpenVINO writes for
 PRelu is spelled "PReLU". Gelu-2 is the erf form; Gelu-7 adds approximation_mode (OpenVINO writes "ERF" or
 "TANH"; read case-insensitively), which openvino.convert_model writes for torch's GELU and ONNX Gelu-20.
+Elu -> Elu-1 (alpha attribute); Selu -> Selu-1 (alpha, lambda as scalar Const inputs); Softplus -> SoftPlus-4;
+Softsign -> SoftSign-9; Mish -> Mish-4; Celu becomes Maximum, Minimum, Exp and arithmetic.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from poolir.ir.shapes import TensorInfo, broadcast_shapes, normalize_axis
 
 # Layers with one input and no attributes: (type, the opset that introduced it).
 PLAIN_TYPES = {"ReLU": 1, "Sigmoid": 1, "Tanh": 1, "HSwish": 4, "HSigmoid": 5}
+# Layers of floating types only (OpenVINO refuses others when it builds the graph): type -> its opset.
+FLOAT_ONLY_TYPES = {"SoftPlus": 4, "SoftSign": 9, "Mish": 4}
 GELU_MODES = ("erf", "tanh")
 SOFTMAX_TYPES = ("SoftMax", "LogSoftmax")
 
@@ -46,6 +50,9 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
     OpVersion("SoftMax", 1, (Attr("axis", INT, 1),)),
     OpVersion("SoftMax", 8, (Attr("axis", INT, 1),)),
     OpVersion("LogSoftmax", 5, (Attr("axis", INT, 1),)),
+    *(OpVersion(layer_type, since) for layer_type, since in FLOAT_ONLY_TYPES.items()),
+    OpVersion("Elu", 1, (Attr("alpha", FLOAT),)),
+    OpVersion("Selu", 1, inputs=(3, 3)),  # data, alpha, lambda (scalars)
     OpVersion("Gelu", 2),  # the erf form
     OpVersion("Gelu", 7, (Attr("approximation_mode", UPPER_STR, "erf", GELU_MODES),)),
 )
@@ -69,17 +76,17 @@ def clamp_integer_bounds(low: float, high: float, element_type: str, dynamic: bo
     return lo, hi
 
 
-@SHAPE_RULES.register(*PLAIN_TYPES, "Clamp")
+@SHAPE_RULES.register(*PLAIN_TYPES, "Clamp", "Elu")
 def infer_same(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data = inputs[0]
     return [TensorInfo(data.element_type, data.shape)]
 
 
-@SHAPE_RULES.register("Gelu")
-def infer_gelu(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+@SHAPE_RULES.register("Gelu", *FLOAT_ONLY_TYPES)
+def infer_float_only(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     # OpenVINO refuses an integer Gelu when it builds the graph ("Argument element type must be f16, bf16, f32, f64")
     if inputs[0].element_type not in ("f16", "bf16", "f32", "f64"):
-        raise InvalidModelError(f"Gelu takes a floating type, got {inputs[0].element_type}")
+        raise InvalidModelError(f"{layer.type} takes a floating type, got {inputs[0].element_type}")
     return infer_same(layer, inputs)
 
 
@@ -96,6 +103,12 @@ def _check_scalar_operands(layer: Layer, inputs: list[TensorInfo], names: tuple[
 def infer_hard_sigmoid(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     _check_scalar_operands(layer, inputs, ("alpha", "beta"))
     return infer_same(layer, inputs)
+
+
+@SHAPE_RULES.register("Selu")
+def infer_selu(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    _check_scalar_operands(layer, inputs, ("alpha", "lambda"))
+    return infer_float_only(layer, inputs)
 
 
 @SHAPE_RULES.register("Swish")

@@ -11,7 +11,7 @@
     matmul       MatMul
     normalization  BatchNormInference (both input orders), LRN (OpenVINO's window, scaling and bias), MVN
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
-                 Gelu
+                 Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
     pointwise    Sign, Negative, Exp, Log, Erf, comparisons, logical ops, Select
     rearrange    ShuffleChannels, GatherND-5/8, Tile
 

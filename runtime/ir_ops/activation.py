@@ -1,5 +1,6 @@
 """IR activation layers (ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax,
-LogSoftmax, Gelu) onto runtime.kernels.activation, with what OpenVINO 2026.4's CPU plugin computes.
+LogSoftmax, Gelu, Elu, Selu, SoftPlus, SoftSign, Mish) onto runtime.kernels.activation, with what OpenVINO 2026.4's
+CPU plugin computes.
 
 OpenVINO facts (single layers built with openvino.opset*, run on CPU at f32 precision; pinned in
 tests/runtime/test_ir_activation_vs_openvino.py):
@@ -26,8 +27,12 @@ tests/runtime/test_ir_activation_vs_openvino.py):
   up to 1.1e-6 (erf mode) and 4.6e-7 (tanh mode) from the exact value, relative 1e-3 where |y| > 1e-3, and
   -0.0 where the exact value is a tiny negative (below -6, under 1e-8). poolir does not copy that error.
 
-Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, SoftMax, LogSoftmax and Gelu run floating types only: their
-integer results in OpenVINO are not pinned.
+- Elu, Selu, SoftPlus, SoftSign, Mish: the formula in float64, rounded once (kernels.activation); the CPU plugin
+  stays within 2e-6 absolute of that in f32 and gives NaN for NaN. Elu-1 is x for x > 0 and alpha * (exp(x) - 1)
+  otherwise, so Elu(-0) is +0 (measured; ONNX Elu keeps -0). Selu's alpha and lambda are scalar inputs.
+
+Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, SoftMax, LogSoftmax, Gelu and Elu run floating types only:
+their integer results in OpenVINO are not pinned (the other layers above refuse integers when the graph is built).
 """
 
 from __future__ import annotations
@@ -38,8 +43,9 @@ from poolir.ir.element_types import element_type_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.ops.activation import clamp_integer_bounds, prelu_slope_on_channels
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, axis_index, builder
-from poolir.runtime.kernels.activation import (gelu, hard_sigmoid, hard_swish, hsigmoid_openvino, leaky_relu,
-                                               relu_openvino, sigmoid, softmax, swish, tanh)
+from poolir.runtime.kernels.activation import (elu, gelu, hard_sigmoid, hard_swish, hsigmoid_openvino, leaky_relu,
+                                               mish, relu_openvino, selu, sigmoid, softmax, softplus, softsign, swish,
+                                               tanh)
 from poolir.runtime.kernels.elementwise import openvino_cpu_integer_unary
 from poolir.runtime.kernels.precision import is_float
 
@@ -104,6 +110,28 @@ builder("Sigmoid")(lambda info: _float_unary("Sigmoid", sigmoid))
 builder("Tanh")(lambda info: _float_unary("Tanh", tanh))
 builder("HSwish")(lambda info: _float_unary("HSwish", hard_swish))
 builder("HSigmoid")(lambda info: _float_unary("HSigmoid", hsigmoid_openvino, nan_value=0))
+builder("SoftPlus")(lambda info: _float_unary("SoftPlus", softplus))
+builder("SoftSign")(lambda info: _float_unary("SoftSign", softsign))
+builder("Mish")(lambda info: _float_unary("Mish", mish))
+
+
+@builder("Elu")
+def _elu(info: LayerInfo) -> LayerFn:
+    alpha = info.layer.attrs["alpha"]
+    def positive_zero(x: np.ndarray) -> np.ndarray:
+        # + 0: Elu(-0) is alpha * (exp(-0) - 1) = +0 here, where the ONNX kernel keeps -0 (module docstring)
+        result = elu(x, alpha)
+        return np.add(result, np.zeros((), result.dtype), out=result)
+    return _float_unary("Elu", positive_zero)
+
+
+@builder("Selu")
+def _selu(info: LayerInfo) -> LayerFn:
+    def run(args):
+        x, alpha, gamma = args
+        _float_only("Selu", x)
+        return (selu(x, _scalar(alpha, "alpha"), _scalar(gamma, "lambda")),)
+    return run
 
 
 @builder("Gelu")

@@ -4,7 +4,8 @@
     element_types  the element types rows allow, and ONNX -> numpy dtypes
     pooling        AveragePool, MaxPool, LpPool, Global*Pool
     elementwise    unary/binary/variadic arithmetic, Erf, Mod, Where, Cast/CastLike, Identity
-    activation     Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, LogSoftmax, Gelu
+    activation     Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, LogSoftmax, Gelu,
+                   Elu, Selu, Celu, Softplus, Softsign, Mish
     movement       Pad, Transpose, Reshape, Concat, Split, Slice, Squeeze, Unsqueeze, Gather, Expand, Shape,
                    Constant, ConstantOfShape
     reduction      Reduce*

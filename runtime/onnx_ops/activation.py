@@ -1,5 +1,6 @@
-"""ONNX activations: Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, PRelu, Softmax, LogSoftmax, Gelu: version
-rows (every version since each op's opset 1) and adapters onto runtime.kernels.activation.
+"""ONNX activations: Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, PRelu, Softmax, LogSoftmax, Gelu,
+Elu, Selu, Celu, Softplus, Softsign, Mish: version rows (every version since each op's opset 1) and adapters onto
+runtime.kernels.activation.
 
 Readings (these go into the README's semantics section too):
 
@@ -23,6 +24,9 @@ Readings (these go into the README's semantics section too):
   say so; version 11 does, and onnxruntime accepts it in version 1 too).
 - Gelu-20: approximate "none" is x * 0.5 * (1 + erf(x / sqrt(2))), "tanh" 0.5 * x * (1 + tanh(sqrt(2 / pi) *
   (x + 0.044715 x^3))); both computed in float64 and rounded once (onnxruntime agrees to a few ulps).
+- Elu, Selu, Celu, Softplus, Softsign and Mish: their formulas in float64, rounded once (onnxruntime agrees within
+  2e-6 absolute in float32; runtime/kernels/activation.py). Selu-1's defaults are alpha 1.6732 and gamma 1.0507,
+  version 6's the 10-digit constants; Celu takes float32 only until version 28.
 - Softmax subtracts the maximum of each slice before exp (no overflow); f16/bf16 compute in f32. A slice
   holding +inf or NaN gives NaN throughout, one holding -inf gives it 0 (onnxruntime agrees).
 """
@@ -34,8 +38,9 @@ import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.ir.shapes import checked_axis
-from poolir.runtime.kernels.activation import (clip, gelu, hard_sigmoid, hard_swish, leaky_relu, relu, sigmoid,
-                                               softmax, softmax_coerced, tanh)
+from poolir.runtime.kernels.activation import (celu, clip, elu, gelu, hard_sigmoid, hard_swish, leaky_relu, mish,
+                                               relu, selu, sigmoid, softmax, softmax_coerced, softplus, softsign,
+                                               tanh)
 from poolir.runtime.kernels.precision import is_float
 from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
 from poolir.runtime.onnx_ops.registry import (FLOAT, INT, INTS, REMOVED, STRING, Attribute, NodeContext, Step,
@@ -76,6 +81,17 @@ define("Gelu", [(20, {"approximate": Attribute(STRING, "none")}, FLOAT_TYPES_BF1
 GELU_APPROXIMATIONS = ("none", "tanh")
 define("LeakyRelu", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, _f32(0.01))}, FLOAT_TYPES), (6, _DROP_CONSUMED),
                      (16, {}, FLOAT_TYPES_BF16)])
+define("Elu", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, 1.0)}, FLOAT_TYPES), (6, _DROP_CONSUMED),
+               (22, {}, FLOAT_TYPES_BF16)])
+define("Selu", [(1, {**_CONSUMED, "alpha": Attribute(FLOAT, _f32(1.6732)), "gamma": Attribute(FLOAT, _f32(1.0507))},
+                 FLOAT_TYPES),
+                (6, {**_DROP_CONSUMED, "alpha": Attribute(FLOAT, _f32(1.67326319217681884765625)),
+                     "gamma": Attribute(FLOAT, _f32(1.05070102214813232421875))}),
+                (22, {}, FLOAT_TYPES_BF16)])
+define("Celu", [(12, {"alpha": Attribute(FLOAT, 1.0)}, frozenset({np.dtype(np.float32)})), (28, {}, FLOAT_TYPES_BF16)])
+for _op in ("Softplus", "Softsign"):
+    define(_op, [(1, {}, FLOAT_TYPES), (22, {}, FLOAT_TYPES_BF16)])
+define("Mish", [(18, {}, FLOAT_TYPES), (22, {}, FLOAT_TYPES_BF16)])
 for _op in ("Softmax", "LogSoftmax"):
     define(_op, [(1, {"axis": Attribute(INT, 1)}, FLOAT_TYPES),   # coerced to 2-D at axis
                  (11, {}),                                       # the same, negative axes documented
@@ -109,6 +125,12 @@ _ONE_INPUT = {
     "HardSwish": lambda attrs: hard_swish,
     "LeakyRelu": lambda attrs: lambda x: leaky_relu(x, attrs["alpha"]),
     "Gelu": lambda attrs: lambda x: gelu(x, attrs["approximate"]),
+    "Elu": lambda attrs: lambda x: elu(x, attrs["alpha"]),
+    "Selu": lambda attrs: lambda x: selu(x, attrs["alpha"], attrs["gamma"]),
+    "Celu": lambda attrs: lambda x: celu(x, attrs["alpha"]),
+    "Softplus": lambda attrs: softplus,
+    "Softsign": lambda attrs: softsign,
+    "Mish": lambda attrs: mish,
 }
 
 

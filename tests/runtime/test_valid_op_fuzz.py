@@ -32,7 +32,9 @@ def _difference(got: np.ndarray, expected: np.ndarray, exact: bool, sums: bool, 
         same = np.array_equal(got, expected, equal_nan=expected.dtype.kind == "f")
         return None if same else f"{got.ravel()[:8]} != {expected.ravel()[:8]}"
     tolerance = ULPS[expected.dtype] * (8 if sums else 1) * (50 if f32_only else 1)
-    scale = max(1.0, float(np.abs(expected).max(initial=0)))
+    # the scale of the finite values: an infinite one would make every difference tolerable (isclose still
+    # wants an infinity to match an equal infinity)
+    scale = max(1.0, float(np.abs(expected[np.isfinite(expected)]).max(initial=0)))
     if np.allclose(got, expected, rtol=tolerance, atol=tolerance * scale, equal_nan=True):
         return None
     return f"largest difference {np.abs(got.astype(np.float64) - expected).max():.3g} (scale {scale:.3g})"

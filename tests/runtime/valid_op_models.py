@@ -145,6 +145,8 @@ def unary(c: Case):
     c.add(c.values(c.shape(c.int(0, 4)), dtype))
     if c.op == "HardSigmoid":
         c.attrs.update(alpha=c.pick((0.2, -0.7, 0.45)), beta=c.pick((0.5, -0.25, 1.25)))
+    if c.op in ("Elu", "Celu", "Selu") and c.coin():
+        c.attrs.update(alpha=c.pick((0.5, 1.0, 2.5)))
 
 
 def clip(c: Case):
@@ -382,7 +384,8 @@ OPS = {"Conv": conv, "Gemm": gemm, "MatMul": matmul, "Relu": unary, "Sigmoid": u
        "Transpose": transpose, "Squeeze": squeeze, "Unsqueeze": squeeze, "Add": arithmetic, "Sub": arithmetic,
        "Mul": arithmetic, "Div": arithmetic, "Sum": arithmetic, "ReduceMean": reduce, "ReduceMax": reduce,
        "Identity": unary, "Dropout": dropout, "Constant": constant, "ConstantOfShape": constant, "Shape": shape_,
-       "Gather": gather, "GatherND": gather, "Slice": slice_, "Cast": cast, "Pad": pad, "Pow": power, "Where": where}
+       "Gather": gather, "GatherND": gather, "Slice": slice_, "Cast": cast, "Pad": pad, "Pow": power, "Where": where,
+       "Elu": unary, "Selu": unary, "Celu": unary, "Softplus": unary, "Softsign": unary, "Mish": unary}
 
 
 def versions(op: str) -> list[int]:
