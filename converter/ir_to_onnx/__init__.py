@@ -15,7 +15,8 @@ ConversionError naming the layer and the reason.
     reduction.py      Reduce*
     activation.py     ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
                       Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
-    normalization.py  BatchNormInference (both input orders), LRN (OpenVINO's window and bias carried over)
+    normalization.py  BatchNormInference (both input orders), LRN (OpenVINO's window and bias carried over), MVN,
+                      GroupNormalization
 """
 
 from poolir.converter.element_types import ONNX_ELEMENT_TYPES

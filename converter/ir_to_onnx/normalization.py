@@ -1,4 +1,4 @@
-"""IR BatchNormInference, LRN and MVN -> ONNX nodes with the meaning OpenVINO gives them.
+"""IR BatchNormInference, LRN, MVN and GroupNormalization -> ONNX nodes with the meaning OpenVINO gives them.
 
 - BatchNormInference (version 1: gamma, beta, data, mean, variance; version 5: data, gamma, beta, mean,
   variance; ir.ops.normalization.BN_PORTS) -> BatchNormalization with X, scale, B, mean, var and epsilon
@@ -16,6 +16,11 @@
   and stash_type 1 in f32) the formula's nodes in float32 (f16/bf16 cast to f32 and back): ReduceMean,
   Sub, Mul, ReduceMean, Add, Sqrt, Reciprocal, Mul, as poolir's runtime computes it
   (runtime/kernels/normalization.standardize).
+- GroupNormalization-12 -> GroupNormalization-21 (stash_type 1) from opset 21; before it, what PyTorch's
+  TorchScript exporter writes for GroupNorm: Reshape to [N, num_groups, -1], InstanceNormalization with unit
+  scale and zero B, Reshape back to Shape(x), Mul by scale and Add bias as [C, 1, ...]. float64 is refused
+  (OpenVINO normalises it in float64, stash_type 1 in float32, and onnxruntime has no float64
+  InstanceNormalization).
 - MVN followed by Multiply by a constant and Add of a constant (what OpenVINO writes for LayerNormalization and
   torch's LayerNorm), each read only by the next, folds into one LayerNormalization with that Scale and B when
   the MVN itself would be one and the constants do not widen the shape (`fold_layer_norm`).
@@ -33,7 +38,7 @@ from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.ops.normalization import bn_ports, mvn1_axes
-from poolir.runtime.onnx_ops import first_opset
+from poolir.runtime.onnx_ops import first_opset, op_version
 from poolir.runtime.ir_ops.normalization import openvino_lrn_axes_problem, openvino_lrn_window
 
 
@@ -60,6 +65,39 @@ def lrn(context: Context, layer: Layer) -> None:
     context.node_into("LRN", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name,
                       size=onnx_size, alpha=float(layer.attrs["alpha"]) * onnx_size / size,
                       beta=float(layer.attrs["beta"]), bias=float(int(layer.attrs["bias"])))
+
+
+def group_norm(context: Context, layer: Layer) -> None:
+    info = context.input_info(layer, 0)
+    if info.element_type == "f64":
+        raise ConversionError("float64 GroupNormalization: OpenVINO normalises it in float64, ONNX's stash_type in "
+                              "float32, so no exact ONNX exists")
+    groups, epsilon = layer.attrs["num_groups"], float(np.float32(layer.attrs["epsilon"]))
+    x, scale, bias = (context.input(layer, port) for port in range(3))
+    output = context.name_output(layer, 0)
+    row = op_version("GroupNormalization", context.opset)
+    if row is not None and "stash_type" in row.attributes:  # per-channel scale and bias (version 21)
+        check_writes(context, "GroupNormalization", info.element_type)
+        context.node_into("GroupNormalization", [x, scale, bias], [output], layer.name, num_groups=groups,
+                          epsilon=epsilon, stash_type=1)
+        return
+    check_writes(context, "InstanceNormalization", info.element_type, f"{layer.type} (as PyTorch writes it)")
+    dtype, rank = dtype_of(info.element_type), len(info.shape)
+
+    def constant(value, suffix: str) -> str:
+        return context.initializer(np.asarray(value), f"{layer.name}/{suffix}")
+    grouped = context.node("Reshape", [x, constant(np.array([0, groups, -1], np.int64), "grouped_shape")],
+                           f"{layer.name}/grouped")[0]
+    normalised = context.node("InstanceNormalization", [grouped, constant(np.ones(groups, dtype), "unit_scale"),
+                                                        constant(np.zeros(groups, dtype), "zero_bias")],
+                              f"{layer.name}/normalised", epsilon=epsilon)[0]
+    shape = context.node("Shape", [x], f"{layer.name}/shape")[0]
+    restored = context.node("Reshape", [normalised, shape], f"{layer.name}/restored")[0]
+    channel_shape = constant(np.array([-1] + [1] * (rank - 2), np.int64), "channel_shape")
+    scaled = context.node("Mul", [restored, context.node("Reshape", [scale, channel_shape], f"{layer.name}/scale")[0]],
+                          f"{layer.name}/scaled")[0]
+    context.node_into("Add", [scaled, context.node("Reshape", [bias, channel_shape], f"{layer.name}/bias")[0]],
+                      [output], layer.name)
 
 
 def _mvn_axes(context: Context, layer: Layer, rank: int) -> list[int]:
@@ -185,5 +223,5 @@ def _mvn_formula(context: Context, layer: Layer, element_type: str, axes: list[i
     last("Mul", [centred, node("Reciprocal", [divisor], "inverse")])
 
 
-CONVERTERS = {"BatchNormInference": batch_norm, "LRN": lrn, "MVN": mvn}
+CONVERTERS = {"BatchNormInference": batch_norm, "LRN": lrn, "MVN": mvn, "GroupNormalization": group_norm}
 FOLDS = {"MVN": fold_layer_norm}

@@ -11,7 +11,8 @@
     elementwise.py       arithmetic, Mod, Cast/CastLike (and where ONNX and OpenVINO differ on them)
     movement.py          Identity, Transpose, Reshape, Concat, Split, Slice, Squeeze, Unsqueeze, Gather, Shape,
                          Expand, Pad, Constant, ConstantOfShape
-    normalization.py     BatchNormalization, LRN, Dropout (OpenVINO's LRN window and bias)
+    normalization.py     BatchNormalization, LayerNormalization, InstanceNormalization, GroupNormalization, LRN,
+                         Dropout (OpenVINO's LRN window and bias)
     computed_bounds.py   Slice axes and Pad pads computed at run time
     reduction.py         Reduce*
 """

@@ -1,5 +1,5 @@
-"""ONNX BatchNormalization, LayerNormalization, LRN and Dropout -> IR layers whose meaning, as OpenVINO executes
-it, is the ONNX one.
+"""ONNX BatchNormalization, LayerNormalization, InstanceNormalization, GroupNormalization, LRN and Dropout -> IR
+layers whose meaning, as OpenVINO executes it, is the ONNX one.
 
 The differences this bridges (OpenVINO's side: runtime/ir_ops/normalization.py; ONNX's side:
 runtime/onnx_ops/normalization.py):
@@ -16,6 +16,11 @@ runtime/onnx_ops/normalization.py):
   f32 for f16/bf16 and rounds Normalized once, as stash_type 1 does; a float64 X, which stash_type 1
   normalises in float32, is converted to f32 around the MVN. The optional Mean and InvStdDev outputs are
   refused (no model poolir has seen asks for them in inference).
+- InstanceNormalization: MVN-6 over the spatial axes (inside_sqrt), then Multiply by scale and Add B reshaped to
+  [C, 1, ...] (what OpenVINO's own frontend writes).
+- GroupNormalization: GroupNormalization-12 with per-channel scale and bias; version 18's per-group scale and bias
+  become per-channel constants (each repeated C / num_groups times: they must be constant, C static). float64 is
+  refused: stash_type 1 normalises it in float32, the IR layer in float64.
 - LRN: OpenVINO's LRN over axes [1] scales alpha by 1/size like ONNX, but its window is symmetric,
   [c - floor((size-1)/2), c + floor((size-1)/2)]: an even ONNX size (extra element after c) has no LRN
   equivalent and is refused. OpenVINO's CPU plugin truncates bias to an integer, so a non-integer bias
@@ -107,6 +112,50 @@ def layer_norm(node: OnnxNode) -> list[Value]:
     return [Value(ref, x.element_type, x.shape)]
 
 
+def instance_norm(node: OnnxNode) -> list[Value]:
+    x, scale, bias = node.checked_inputs(3, 3)
+    attrs = node.attributes()
+    node.check_element_type(x)
+    node.check_same_element_type(x, "the input", [("scale", scale), ("B", bias)])
+    rank = len(x.shape)
+    if rank < 3:
+        raise InvalidModelError(f"input of rank {rank}: {node.version.label} needs N x C x D1 ... (rank >= 3)")
+    mvn_attrs = {"eps": attrs["epsilon"], "normalize_variance": True, "eps_mode": "inside_sqrt"}
+    ref = node.add("MVN", [x.ref, node.const(list(range(2, rank)), "i64")], mvn_attrs, f"{node.name}/mvn",
+                   newest=True)[0]
+    channel_shape = node.const([-1] + [1] * (rank - 2), "i64")
+    numpy = {"auto_broadcast": "numpy"}
+    for layer_type, operand, name in (("Multiply", scale, f"{node.name}/scaled"), ("Add", bias, node.name)):
+        shaped = node.add("Reshape", [operand.ref, channel_shape], {"special_zero": False},
+                          f"{node.name}/{layer_type.lower()}_operand")[0]
+        ref = node.add(layer_type, [ref, shaped], numpy, name)[0]
+    return [Value(ref, x.element_type, x.shape)]
+
+
+def group_norm(node: OnnxNode) -> list[Value]:
+    x, scale, bias = node.checked_inputs(3, 3)
+    attrs = node.attributes()
+    node.check_element_type(x)
+    node.check_same_element_type(x, "X", [("scale", scale), ("bias", bias)])
+    if x.element_type == "f64":
+        raise UnsupportedError("float64 GroupNormalization: ONNX normalises it in float32 (stash_type), OpenVINO's "
+                               "GroupNormalization in float64, so no exact IR exists")
+    per_channel = "stash_type" in node.version.attributes
+    if per_channel and attrs["stash_type"] not in STASH_TYPES:
+        raise UnsupportedError(f"stash_type {attrs['stash_type']}: poolir converts stash_type 1 (float32) only")
+    groups, refs = attrs["num_groups"], [scale.ref, bias.ref]
+    if not per_channel:  # version 18: one scale and bias per group, repeated over its channels
+        channels = x.shape[1] if len(x.shape) >= 2 else None
+        values = [node.builder.info(operand.ref).value for operand in (scale, bias)]
+        if channels is None or any(value is None for value in values) or groups < 1 or channels % groups:
+            raise UnsupportedError(f"{node.version.label} scales per group: poolir converts it with constant scale "
+                                   f"and bias and a static channel count that num_groups divides")
+        refs = [node.const(np.repeat(value, channels // groups), x.element_type) for value in values]
+    ref = node.add("GroupNormalization", [x.ref, *refs], {"num_groups": groups, "epsilon": attrs["epsilon"]},
+                   node.name)[0]
+    return [Value(ref, x.element_type, x.shape)]
+
+
 def lrn(node: OnnxNode) -> list[Value]:
     x, attrs = node.checked_single_input()
     size = attrs["size"]
@@ -174,4 +223,5 @@ def _check_training_mode(node: OnnxNode, values: dict) -> None:
         raise UnsupportedError(problem)
 
 
-CONVERTERS = {"BatchNormalization": batch_norm, "LayerNormalization": layer_norm, "LRN": lrn, "Dropout": dropout}
+CONVERTERS = {"BatchNormalization": batch_norm, "LayerNormalization": layer_norm, "LRN": lrn, "Dropout": dropout,
+              "InstanceNormalization": instance_norm, "GroupNormalization": group_norm}

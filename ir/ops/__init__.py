@@ -8,7 +8,7 @@
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
     convolution  Convolution, GroupConvolution
     matmul       MatMul
-    normalization  BatchNormInference, LRN, MVN
+    normalization  BatchNormInference, LRN, MVN, GroupNormalization
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
                  Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
     pointwise    Sign, Negative, Exp, Log, Erf, comparisons, LogicalNot/And/Or/Xor, Select

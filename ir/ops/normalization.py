@@ -1,4 +1,4 @@
-"""BatchNormInference, LRN and MVN: their schema rows and shape rules.
+"""BatchNormInference, LRN, MVN and GroupNormalization: their schema rows and shape rules.
 
 BatchNormInference's input ORDER depends on its version (OpenVINO 2026.4, read from the XML that
 openvino.opset1/opset5.batch_norm_inference write): version 1 (opset1) takes gamma, beta, data, mean,
@@ -14,6 +14,10 @@ eps and eps_mode (inside_sqrt: / sqrt(var + eps); outside_sqrt: / (sqrt(var) + e
 ONNX MeanVarianceNormalization and torch's LayerNorm (followed by Multiply and Add). MVN-1 (written
 "opset2"): attributes across_channels, normalize_variance, eps (always inside the sqrt) and reduction_axes,
 which when present overrides across_channels (otherwise the axes are [1 or 2, rank)).
+
+GroupNormalization-12 (opset12): inputs data (rank >= 2, channels on axis 1), scale and bias (1-D, length C);
+attributes num_groups (>= 1, dividing C) and epsilon: what OpenVINO checks when it builds the graph. Its PyTorch
+frontend writes it for torch's GroupNorm, its ONNX frontend for GroupNormalization-18/21.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
                          Attr("normalize_variance", BOOL, False), Attr("reduction_axes", INTS, ()))),
     OpVersion("MVN", 6, (Attr("eps", FLOAT), Attr("normalize_variance", BOOL),
                          Attr("eps_mode", UPPER_STR, choices=MVN_EPS_MODES)), inputs=(2, 2)),
+    OpVersion("GroupNormalization", 12, (Attr("num_groups", INT), Attr("epsilon", FLOAT)), inputs=(3, 3)),
 )
 
 
@@ -146,6 +151,27 @@ def infer_mvn(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     for axis in axes:
         if not -rank <= axis < rank:
             raise InvalidModelError(f"axis {axis} is out of range for data {shape_str(data.shape)}")
+    return [TensorInfo(data.element_type, data.shape)]
+
+
+@SHAPE_RULES.register("GroupNormalization")
+def infer_group_norm(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, *per_channel = inputs
+    groups = layer.attrs["num_groups"]
+    if len(data.shape) < 2:
+        raise InvalidModelError(f"data {shape_str(data.shape)} must have rank >= 2 (N, C, ...)")
+    if groups < 1:
+        raise InvalidModelError(f"num_groups {groups} must be >= 1")
+    channels = data.shape[1]
+    if channels.is_static and channels.min % groups:
+        raise InvalidModelError(f"num_groups {groups} does not divide the {channels.min} channels")
+    for name, info in zip(("scale", "bias"), per_channel):
+        if info.element_type != data.element_type:
+            raise InvalidModelError(f"{name} has element type {info.element_type}, the data {data.element_type}")
+        length = info.shape[0] if len(info.shape) == 1 else None
+        if length is None or (channels.is_static and length.is_static and length.min != channels.min):
+            raise InvalidModelError(f"{name} {shape_str(info.shape)} must be 1-D with the data's "
+                                    f"{channels} channels")
     return [TensorInfo(data.element_type, data.shape)]
 
 

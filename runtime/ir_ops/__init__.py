@@ -9,7 +9,8 @@
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
     convolution  Convolution, GroupConvolution
     matmul       MatMul
-    normalization  BatchNormInference (both input orders), LRN (OpenVINO's window, scaling and bias), MVN
+    normalization  BatchNormInference (both input orders), LRN (OpenVINO's window, scaling and bias), MVN,
+                   GroupNormalization
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
                  Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
     pointwise    Sign, Negative, Exp, Log, Erf, comparisons, logical ops, Select

@@ -1,4 +1,5 @@
-"""IR BatchNormInference, LRN and MVN onto runtime.kernels.normalization: what OpenVINO 2026.4's CPU plugin computes.
+"""IR BatchNormInference, LRN, MVN and GroupNormalization onto runtime.kernels.normalization: what OpenVINO 2026.4's
+CPU plugin computes.
 
 BatchNormInference: (data - mean) / sqrt(variance + epsilon) * gamma + beta per channel (axis 1); its input
 order depends on the version (ir.ops.normalization.BN_PORTS: version 1 takes gamma, beta, data, ...).
@@ -24,6 +25,10 @@ MVN (1 and 6): mean and variance over the axes, two-pass in f32 (f16/bf16 too; f
 1 / sqrt(var + eps) (MVN-6 outside_sqrt: 1 / (sqrt(var) + eps)), rounded once; eps as an f32. Pinned against
 the CPU plugin in tests/runtime/test_ir_layer_norm_vs_openvino.py. Repeated axes are refused (OpenVINO
 refuses them too: "Axes input must have unique values").
+
+GroupNormalization-12: the statistics of each sample's group of C / num_groups consecutive channels, then scale and
+bias per channel, in f32 (f64 in f64) and rounded once; floating types only (the plugin's integer results are not
+pinned). Pinned against the CPU plugin in tests/runtime/test_group_instance_norm.py.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.ops.normalization import bn_ports, mvn1_axes
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 from poolir.runtime.ir_ops.registry import axis_index, builder, int_list
-from poolir.runtime.kernels.normalization import batch_norm, lrn, standardize
+from poolir.runtime.kernels.normalization import batch_norm, group_norm, lrn, standardize
 
 
 def openvino_lrn_window(size: int) -> int:
@@ -108,3 +113,21 @@ def _mvn(info):
         return lambda args: (mvn(args[0], list(mvn1_axes(attrs, args[0].ndim)), attrs, True),)
     inside = attrs["eps_mode"] == "inside_sqrt"
     return lambda args: (mvn(args[0], int_list(args[1], "MVN axes"), attrs, inside),)
+
+
+@builder("GroupNormalization")
+def _group_norm(info):
+    groups, epsilon = info.layer.attrs["num_groups"], float(np.float32(info.layer.attrs["epsilon"]))
+
+    def run(args):
+        x, scale, bias = args
+        if not is_float(x.dtype):
+            raise UnsupportedError(f"GroupNormalization on element type {x.dtype} is not supported (floating types "
+                                   f"only)")
+        if x.shape[1] % groups:
+            raise InvalidModelError(f"num_groups {groups} does not divide the {x.shape[1]} channels")
+        for name, value in (("scale", scale), ("bias", bias)):
+            if value.shape != (x.shape[1],):
+                raise InvalidModelError(f"{name} has shape {list(value.shape)}, expected [{x.shape[1]}]")
+        return (group_norm(x, scale, bias, groups, epsilon, accumulation_dtype(x.dtype)),)
+    return run

@@ -94,4 +94,32 @@ def standardize(x: np.ndarray, axes: tuple[int, ...], epsilon: float, work: np.d
     return d, mean, inverse
 
 
-__all__ = ["batch_norm", "lrn", "standardize"]
+def instance_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, epsilon: float, work: np.dtype) -> np.ndarray:
+    """Per sample and channel, over the spatial axes [2, rank): (x - mean) / sqrt(var + epsilon) * scale[c] +
+    bias[c], computed in `work` and rounded once to x's type (ONNX InstanceNormalization)."""
+    normalized, _, _ = standardize(x, tuple(range(2, x.ndim)), epsilon, work)
+    return _per_channel(normalized, scale, bias, x.dtype)
+
+
+def group_norm(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int, epsilon: float, work: np.dtype,
+               round_normalized: bool = False) -> np.ndarray:
+    """Statistics per sample and group of C / groups consecutive channels (all their spatial positions), then
+    scale and bias per channel (length C). Computed in `work` and rounded once; with round_normalized the
+    normalised values are rounded to x's type first and scaled in it (ONNX GroupNormalization-21's stash type)."""
+    if x.size == 0:
+        return x.copy()
+    normalized, _, _ = standardize(x.reshape(x.shape[0], groups, -1), (2,), epsilon, work)
+    normalized = normalized.reshape(x.shape)
+    if round_normalized:
+        return _per_channel(normalized.astype(x.dtype), scale.astype(x.dtype), bias.astype(x.dtype), x.dtype)
+    return _per_channel(normalized, scale, bias, x.dtype)
+
+
+def _per_channel(normalized: np.ndarray, scale: np.ndarray, bias: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    channel = (-1,) + (1,) * (normalized.ndim - 2)
+    normalized *= scale.astype(normalized.dtype).reshape(channel)
+    normalized += bias.astype(normalized.dtype).reshape(channel)
+    return normalized.astype(dtype, copy=False)
+
+
+__all__ = ["batch_norm", "group_norm", "instance_norm", "lrn", "standardize"]

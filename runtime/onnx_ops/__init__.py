@@ -11,7 +11,8 @@
     reduction      Reduce*
     convolution    Conv
     matmul         MatMul, Gemm
-    normalization  BatchNormalization, LayerNormalization, LRN, Dropout (inference only)
+    normalization  BatchNormalization, LayerNormalization, InstanceNormalization, GroupNormalization, LRN,
+                   Dropout (inference only)
 
 Importing the package registers every family's rows and adapters and checks that the two registries name
 the same ops: a family that defines rows without an adapter (or the reverse) fails here, naming the op.

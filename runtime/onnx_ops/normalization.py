@@ -1,5 +1,5 @@
-"""ONNX BatchNormalization, LayerNormalization, LRN and Dropout: version rows and adapters onto
-runtime.kernels.normalization.
+"""ONNX BatchNormalization, LayerNormalization, InstanceNormalization, GroupNormalization, LRN and Dropout: version
+rows and adapters onto runtime.kernels.normalization.
 
 poolir runs inference only. Readings (these go into the README's semantics section too):
 
@@ -20,6 +20,13 @@ poolir runs inference only. Readings (these go into the README's semantics secti
   The optional Mean and InvStdDev outputs have the stash type and X's shape with the normalised dims 1.
   onnxruntime computes its statistics in double; the results agree to a few ulps. Only stash_type 1 runs
   (the type constraint U of the outputs is float or bfloat16, and onnxruntime implements float).
+- InstanceNormalization: per sample and channel over the spatial axes (X of rank >= 3), (X - mean) /
+  sqrt(var + epsilon) * scale[c] + B[c], computed in float32 (float64 for float64) and rounded once.
+- GroupNormalization: the statistics of each sample's group of C / num_groups consecutive channels. Version 18
+  takes scale and bias per group (the spec's reading, why 21 replaced it), 21 per channel, and 21's stash_type 1
+  normalises in float32 and scales in X's type, as its function body does. That body computes the variance as
+  E[x^2] - E[x]^2; poolir takes the mean of the squared deviations (the same number, without the cancellation
+  when the mean is large against the spread; onnxruntime agrees to a few ulps on activations).
 - Dropout: in inference Y = X, and the optional mask is all true (ones of X's type before opset 10, whose
   mask type is T; bool from 10). Versions 1 and 6 with is_test=0 (the default) drop at random: refused.
   From 12, ratio and training_mode are inputs: training_mode true with a ratio other than 0 drops at
@@ -33,7 +40,8 @@ import numpy as np
 
 from poolir.ir.errors import UsageError
 from poolir.ir.shapes import checked_axis
-from poolir.runtime.kernels.normalization import batch_norm, lrn, standardize
+from poolir.runtime.kernels.normalization import batch_norm, group_norm, instance_norm, lrn, standardize
+from poolir.runtime.kernels.precision import accumulation_dtype
 from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
 from poolir.runtime.onnx_ops.registry import (FLOAT, INT, INTS, REMOVED, Attribute, NodeContext, OnnxOpVersion, Step,
                                               adapter, define)
@@ -51,6 +59,16 @@ define("BatchNormalization", [
 define("LayerNormalization", [
     (17, {"axis": Attribute(INT, -1), "epsilon": Attribute(FLOAT, float(np.float32(1e-5))),
           "stash_type": Attribute(INT, 1)}, FLOAT_TYPES_BF16, 3),
+])
+define("InstanceNormalization", [
+    (1, {"consumed_inputs": Attribute(INTS), "epsilon": Attribute(FLOAT, float(np.float32(1e-5)))}, FLOAT_TYPES),
+    (6, {"consumed_inputs": REMOVED}),
+    (22, {}, FLOAT_TYPES_BF16),
+])
+define("GroupNormalization", [
+    (18, {"epsilon": Attribute(FLOAT, float(np.float32(1e-5))), "num_groups": Attribute(INT, required=True)},
+     FLOAT_TYPES_BF16),
+    (21, {"stash_type": Attribute(INT, 1)}),   # scale and bias per channel from here
 ])
 define("LRN", [
     (1, {"alpha": Attribute(FLOAT, 1e-4), "beta": Attribute(FLOAT, 0.75), "bias": Attribute(FLOAT, 1.0),
@@ -202,3 +220,47 @@ def plan_dropout(ctx: NodeContext) -> Step:
 
 
 __all__ = ["dropout_mask_dtype", "inference_problem", "lrn_window", "training_mode_problem"]
+
+
+def _check_per_channel(x: np.ndarray, operands, length: int, what: str) -> None:
+    for name, value in operands:
+        if value.dtype != x.dtype:
+            raise UsageError(f"{name} has type {value.dtype}, the input {x.dtype} (they must be equal)")
+        if value.shape != (length,):
+            raise UsageError(f"{name} has shape {list(value.shape)}, expected [{length}] ({what})")
+
+
+@adapter("InstanceNormalization")
+def plan_instance_norm(ctx: NodeContext) -> Step:
+    epsilon = ctx.attrs["epsilon"]
+
+    def run(x, scale, bias):
+        check_dtype(ctx.version, x.dtype)
+        if x.ndim < 3:
+            raise UsageError(f"input of rank {x.ndim}: {ctx.version.label} needs N x C x D1 ... (rank >= 3)")
+        _check_per_channel(x, (("scale", scale), ("B", bias)), x.shape[1], "one per channel")
+        return (instance_norm(x, scale, bias, epsilon, accumulation_dtype(x.dtype)),)
+    return run
+
+
+@adapter("GroupNormalization")
+def plan_group_norm(ctx: NodeContext) -> Step:
+    epsilon, groups = ctx.attrs["epsilon"], ctx.attrs["num_groups"]
+    per_channel = "stash_type" in ctx.version.attributes
+    if per_channel and ctx.attrs["stash_type"] not in STASH_TYPES:
+        raise UsageError(f"stash_type {ctx.attrs['stash_type']}: poolir runs stash_type 1 (float32) only")
+
+    def run(x, scale, bias):
+        check_dtype(ctx.version, x.dtype)
+        if x.ndim < 2:
+            raise UsageError(f"X of rank {x.ndim}: {ctx.version.label} needs N x C x ... (rank >= 2)")
+        channels = x.shape[1]
+        if groups < 1 or channels % groups:
+            raise UsageError(f"num_groups {groups} does not divide the {channels} channels")
+        length, what = (channels, "one per channel") if per_channel else (groups, "one per group before opset 21")
+        _check_per_channel(x, (("scale", scale), ("bias", bias)), length, what)
+        if not per_channel:
+            scale, bias = (np.repeat(v, channels // groups) for v in (scale, bias))
+        work = STASH_TYPES[1] if per_channel else accumulation_dtype(x.dtype)
+        return (group_norm(x, scale, bias, groups, epsilon, work, round_normalized=per_channel),)
+    return run

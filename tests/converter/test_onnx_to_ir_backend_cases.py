@@ -32,7 +32,8 @@ MODULES = ("abs", "add", "cast", "castlike", "ceil", "concat", "constant", "cons
            # depend on which test module pytest imported first (the onnx package keeps one global case list)
            "averagepool", "maxpool", "lppool", "globalaveragepool", "globalmaxpool", "relu", "clip", "sigmoid", "tanh",
            "hardsigmoid", "hardswish", "leakyrelu", "prelu", "softmax", "logsoftmax", "batch_normalization", "lrn",
-           "dropout", "conv", "gemm", "matmul")
+           "dropout", "conv", "gemm", "matmul", "elu", "selu", "celu", "softplus", "softsign", "mish",
+           "instance_normalization", "groupnormalization")
 
 # What poolir refuses, as the error says it (each a deliberate refusal, not a failure).
 REFUSED = (
