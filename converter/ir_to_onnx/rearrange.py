@@ -1,10 +1,13 @@
-"""Rearranging IR layers -> ONNX: ShuffleChannels, GatherND-5/8, Tile.
+"""Rearranging IR layers -> ONNX: ShuffleChannels, GatherND-5/8, Tile, DepthToSpace, SpaceToDepth.
 
 ShuffleChannels has no ONNX op: it is written as Reshape [d0..d(axis-1), group, C/group, -1] (leading dims
 copied with 0), Transpose of the two group axes, and Reshape back to Shape(x); exact, it only moves elements.
 GatherND-8 is ONNX GatherND (batch_dims from opset 12); GatherND-5 with batch_dims > 1 adds a Reshape that
 folds the batch dims into one. Tile's repeats (constant or computed) are padded to the data rank (or the data
 gets leading dims of 1) because ONNX Tile takes exactly one repeat per axis.
+DepthToSpace and SpaceToDepth of rank 4 are the ONNX ops where the opset has their mode (DepthToSpace CRD from
+11, SpaceToDepth CRD from 28); otherwise (another rank, or that mode missing) they are written as the Reshape,
+Transpose, Reshape they are (runtime.kernels.rearrange.depth_space_plan), which needs static C and spatial dims.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ import numpy as np
 from onnx import TensorProto
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import has_attribute
+from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.shapes import normalize_axis, static_values
+from poolir.runtime.kernels.rearrange import depth_space_plan
 from poolir.runtime.onnx_ops import first_opset, first_opset_with
 
 
@@ -93,6 +97,29 @@ def tile(context: Context, layer: Layer) -> None:
     context.node_into("Tile", [data, repeats], [context.name_output(layer, 0)], layer.name)
 
 
+def depth_space(context: Context, layer: Layer) -> None:
+    shape = context.input_info(layer, 0).shape
+    block, blocks_first = layer.attrs["block_size"], layer.attrs["mode"] == "blocks_first"
+    source, output = context.input(layer, 0), context.name_output(layer, 0)
+    has_mode = has_attribute(layer.type, context.opset, "mode")
+    if len(shape) == 4 and (blocks_first or has_mode):
+        check_writes(context, layer.type, context.input_info(layer, 0).element_type)
+        mode = {"mode": "DCR" if blocks_first else "CRD"} if has_mode else {}
+        context.node_into(layer.type, [source], [output], layer.name, blocksize=block, **mode)
+        return
+    dims = static_values(shape[1:])
+    if dims is None:
+        raise ConversionError(f"{layer.type} of rank {len(shape)} (or mode {layer.attrs['mode']} in opset "
+                              f"{context.opset}) is written as Reshape/Transpose/Reshape, which needs static dims "
+                              f"after N, got {[str(d) for d in shape]}")
+    split, order, final = depth_space_plan((0, *dims), block, blocks_first, layer.type == "DepthToSpace")
+    (grouped,) = context.node("Reshape", [source, context.int64s(split, f"{layer.name}/split_shape")],
+                              f"{layer.name}/split")
+    (moved,) = context.node("Transpose", [grouped], f"{layer.name}/moved", perm=list(order))
+    context.node_into("Reshape", [moved, context.int64s(final, f"{layer.name}/shape")], [output], layer.name)
+
+
 CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
-    "ShuffleChannels": shuffle_channels, "GatherND": gather_nd, "Tile": tile,
+    "ShuffleChannels": shuffle_channels, "GatherND": gather_nd, "Tile": tile, "DepthToSpace": depth_space,
+    "SpaceToDepth": depth_space,
 }

@@ -120,6 +120,11 @@ def instance_norm(node: OnnxNode) -> list[Value]:
     rank = len(x.shape)
     if rank < 3:
         raise InvalidModelError(f"input of rank {rank}: {node.version.label} needs N x C x D1 ... (rank >= 3)")
+    channels = x.shape[1]
+    for name, operand in (("scale", scale), ("B", bias)):
+        length = operand.shape[0] if len(operand.shape) == 1 else -1
+        if length == -1 or (None not in (length, channels) and length != channels):
+            raise InvalidModelError(f"{name} has shape {list(operand.shape)}, expected [{channels}] (one per channel)")
     mvn_attrs = {"eps": attrs["epsilon"], "normalize_variance": True, "eps_mode": "inside_sqrt"}
     ref = node.add("MVN", [x.ref, node.const(list(range(2, rank)), "i64")], mvn_attrs, f"{node.name}/mvn",
                    newest=True)[0]

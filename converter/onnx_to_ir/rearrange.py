@@ -1,4 +1,7 @@
-"""ONNX GatherND and Tile -> IR (ir/ops/rearrange.py).
+"""ONNX GatherND, Tile, DepthToSpace and SpaceToDepth -> IR (ir/ops/rearrange.py).
+
+DepthToSpace and SpaceToDepth are the IR layers of the same names, mode DCR as blocks_first and CRD as
+depth_first (what OpenVINO's own frontend writes).
 
 GatherND-11/12/13 is IR GatherND-8: both keep the batch dims in the output (GatherND-5 folds them into one,
 so it is never written), both take negative indices counting from the end (measured with OpenVINO 2026.4's
@@ -19,6 +22,7 @@ import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.errors import InvalidModelError
+from poolir.runtime.onnx_ops.movement import DEPTH_MODES
 
 
 def gather_nd(node: OnnxNode) -> list[Value]:
@@ -60,4 +64,15 @@ def tile(node: OnnxNode) -> list[Value]:
     return [x]
 
 
-CONVERTERS = {"GatherND": gather_nd, "Tile": tile}
+def depth_space(node: OnnxNode) -> list[Value]:
+    x, attrs = node.checked_single_input()
+    mode = attrs.get("mode", "DCR")
+    if mode not in DEPTH_MODES:
+        raise InvalidModelError(f"attribute 'mode' = {mode!r}: must be DCR or CRD")
+    if len(x.shape) != 4:
+        raise InvalidModelError(f"input of rank {len(x.shape)}: {node.version.label} takes N x C x H x W")
+    ir_attrs = {"block_size": attrs["blocksize"], "mode": "blocks_first" if mode == "DCR" else "depth_first"}
+    return node.layer(node.version.op_type, [x], ir_attrs, name=node.name)
+
+
+CONVERTERS = {"GatherND": gather_nd, "Tile": tile, "DepthToSpace": depth_space, "SpaceToDepth": depth_space}

@@ -12,7 +12,7 @@
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
                  Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
     pointwise    Sign, Negative, Exp, Log, Erf, comparisons, LogicalNot/And/Or/Xor, Select
-    rearrange    ShuffleChannels, GatherND, Tile
+    rearrange    ShuffleChannels, GatherND, Tile, DepthToSpace, SpaceToDepth
 
 A family module declares SCHEMA_ROWS (ir.attributes.OpVersion rows) and SHAPE_RULES (an
 ir.registry.ShapeRules). Adding a family is: write ir/ops/<family>.py, add it to FAMILIES. At import,

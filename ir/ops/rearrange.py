@@ -1,11 +1,13 @@
 """Rearranging layers OpenVINO writes for classic CNNs beyond the basic movement family: ShuffleChannels-1
-(ShuffleNet's channel shuffle), GatherND-5 and GatherND-8, Tile-1.
+(ShuffleNet's channel shuffle), GatherND-5 and GatherND-8, Tile-1, DepthToSpace-1 and SpaceToDepth-1 (PixelShuffle).
 
 GatherND-5 and GatherND-8 differ only in the output shape when batch_dims > 1: version 5 folds the batch dims
 into one dim (their product), version 8 keeps them (as ONNX GatherND does):
     data [2,3,4,5], indices [2,3,1] (k = 1), batch_dims 2 -> GatherND-8 [2,3,5], GatherND-5 [6,5].
 Tile repeats an input `repeats` times per axis; repeats shorter than the rank are padded with leading 1s,
 longer ones give the data leading dims of 1 (OpenVINO's spec; ONNX Tile needs exactly one per axis).
+DepthToSpace and SpaceToDepth take data [N, C, D1 .. DK] of any K >= 1 (ONNX's ops: K = 2 only), block_size and a
+mode, blocks_first (ONNX DCR) or depth_first (ONNX CRD).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import math
 
 import numpy as np
 
-from poolir.ir.attributes import INT, Attr, OpVersion
+from poolir.ir.attributes import INT, STR, Attr, OpVersion
 from poolir.ir.element_types import is_integer
 from poolir.ir.errors import InvalidModelError, UnsupportedError, UsageError
 from poolir.ir.model import Dim, Layer, shape_str
@@ -27,6 +29,14 @@ def _check_shuffle(attrs: dict) -> None:
         raise UsageError(f"attribute 'group' = {attrs['group']}: must be >= 1")
 
 
+DEPTH_SPACE_MODES = ("blocks_first", "depth_first")
+
+
+def _check_block(attrs: dict) -> None:
+    if attrs["block_size"] < 1:
+        raise UsageError(f"attribute 'block_size' = {attrs['block_size']}: must be >= 1")
+
+
 def _check_batch_dims(attrs: dict) -> None:
     if attrs["batch_dims"] < 0:
         raise UsageError(f"attribute 'batch_dims' = {attrs['batch_dims']}: must be >= 0")
@@ -37,6 +47,8 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
     OpVersion("GatherND", 5, (Attr("batch_dims", INT, 0),), inputs=(2, 2), value_check=_check_batch_dims),
     OpVersion("GatherND", 8, (Attr("batch_dims", INT, 0),), inputs=(2, 2), value_check=_check_batch_dims),
     OpVersion("Tile", 1, inputs=(2, 2)),
+    *(OpVersion(layer_type, 1, (Attr("block_size", INT, 1), Attr("mode", STR, choices=DEPTH_SPACE_MODES)),
+                value_check=_check_block) for layer_type in ("DepthToSpace", "SpaceToDepth")),
 )
 
 SHAPE_RULES = ShapeRules()
@@ -53,6 +65,30 @@ def infer_shuffle_channels(layer: Layer, inputs: list[TensorInfo]) -> list[Tenso
     if length is not None and length % group:
         raise InvalidModelError(f"axis {axis} of length {length} is not a multiple of group {group}")
     return [TensorInfo(data.element_type, data.shape)]
+
+
+@SHAPE_RULES.register("DepthToSpace", "SpaceToDepth")
+def infer_depth_space(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    (data,) = inputs
+    if len(data.shape) < 3:
+        raise InvalidModelError(f"data {shape_str(data.shape)} must have rank >= 3 (N, C, spatial dims)")
+    block, spatial = layer.attrs["block_size"], data.shape[2:]
+    factor = block ** len(spatial)
+    channels = data.shape[1].value
+    if layer.type == "DepthToSpace":
+        if channels is not None and channels % factor:
+            raise InvalidModelError(f"{channels} channels are not a multiple of block_size^{len(spatial)} = {factor}")
+        dims = [None if channels is None else channels // factor] + [_scaled(d, block, True) for d in spatial]
+    else:
+        if any(d.value is not None and d.value % block for d in spatial):
+            raise InvalidModelError(f"spatial dims {shape_str(spatial)} must be multiples of block_size {block}")
+        dims = [None if channels is None else channels * factor] + [_scaled(d, block, False) for d in spatial]
+    shape = (data.shape[0], *(Dim.static(d) if d is not None else Dim.dynamic() for d in dims))
+    return [TensorInfo(data.element_type, shape)]
+
+
+def _scaled(dim: Dim, block: int, up: bool) -> int | None:
+    return None if dim.value is None else (dim.value * block if up else dim.value // block)
 
 
 def gather_nd_shape(data: tuple, indices: tuple, batch_dims: int, version: int) -> tuple:

@@ -14,7 +14,7 @@
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
                  Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
     pointwise    Sign, Negative, Exp, Log, Erf, comparisons, logical ops, Select
-    rearrange    ShuffleChannels, GatherND-5/8, Tile
+    rearrange    ShuffleChannels, GatherND-5/8, Tile, DepthToSpace, SpaceToDepth
 
 Importing the package registers every family's builders and checks them against the IR schema registry
 (`poolir.ir.schema.SCHEMAS`): a layer type with a schema but no builder, or a builder without a schema,

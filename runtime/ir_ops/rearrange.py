@@ -1,14 +1,14 @@
-"""IR rearranging layers (ir/ops/rearrange.py): ShuffleChannels, GatherND-5/8, Tile, OpenVINO's semantics."""
+"""IR rearranging layers (ir/ops/rearrange.py): ShuffleChannels, GatherND-5/8, Tile, DepthToSpace, SpaceToDepth,
+OpenVINO's semantics."""
 
 from __future__ import annotations
 
 import math
 
-
 from poolir.ir.errors import InvalidModelError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder, int_list
 from poolir.runtime.kernels.movement import tile
-from poolir.runtime.kernels.rearrange import gather_nd, shuffle_channels
+from poolir.runtime.kernels.rearrange import depth_to_space, gather_nd, shuffle_channels, space_to_depth
 
 
 @builder("ShuffleChannels")
@@ -45,4 +45,20 @@ def _tile(info: LayerInfo) -> LayerFn:
         if any(t < 0 for t in times):
             raise InvalidModelError(f"Tile repeats {times} must not be negative")
         return (tile(data, times),)  # the shorter of repeats and the shape is padded with leading 1s
+    return run
+
+
+@builder("DepthToSpace", "SpaceToDepth")
+def _depth_space(info: LayerInfo) -> LayerFn:
+    block, blocks_first = info.layer.attrs["block_size"], info.layer.attrs["mode"] == "blocks_first"
+    to_space = info.layer.type == "DepthToSpace"
+
+    def run(args):
+        (x,) = args
+        spatial = x.shape[2:]
+        if to_space and x.shape[1] % block ** len(spatial):
+            raise InvalidModelError(f"{x.shape[1]} channels are not a multiple of block_size^{len(spatial)}")
+        if not to_space and any(d % block for d in spatial):
+            raise InvalidModelError(f"spatial dims {list(spatial)} are not multiples of block_size {block}")
+        return ((depth_to_space if to_space else space_to_depth)(x, block, blocks_first),)
     return run

@@ -1,4 +1,5 @@
-"""Rearranging kernels: channel shuffle and GatherND, vectorised with numpy (no per-element loops).
+"""Rearranging kernels: channel shuffle, depth to space and back, and GatherND, vectorised with numpy (no
+per-element loops).
 
 Parameters are validated by the ONNX or IR adapter that calls them; index bounds are checked here, since
 they depend on the data.
@@ -23,6 +24,41 @@ def shuffle_channels(x: np.ndarray, axis: int, group: int) -> np.ndarray:
     return np.ascontiguousarray(x.reshape(split).transpose(order)).reshape(shape)
 
 
+def depth_space_plan(shape: tuple, block: int, blocks_first: bool, to_space: bool) -> tuple[tuple, tuple, tuple]:
+    """DepthToSpace (to_space) or SpaceToDepth as (split shape, transpose order, final shape) for data of `shape`
+    [N, C, D1 .. DK]. DepthToSpace: [N, C, D..] -> [N, C / block^K, D * block ..]: the channel index splits into K
+    block offsets and a new channel, blocks first (ONNX DCR, OpenVINO blocks_first) or the channel first (ONNX CRD,
+    OpenVINO depth_first), and each block offset moves in behind its spatial axis. With block 2, C = 4, blocks
+    first, channel 1 (offsets 0, 1) lands at the odd columns of the even rows. SpaceToDepth is its inverse."""
+    n, c, *spatial = shape
+    k = len(spatial)
+    if to_space:
+        channels = c // block ** k
+        if blocks_first:   # axes: 0, offsets 1..k, channel k+1, spatial k+2..
+            split, channel_axis, first_offset = (n, *[block] * k, channels, *spatial), k + 1, 1
+        else:              # axes: 0, channel 1, offsets 2..k+1, spatial k+2..
+            split, channel_axis, first_offset = (n, channels, *[block] * k, *spatial), 1, 2
+        order = (0, channel_axis, *(axis for i in range(k) for axis in (k + 2 + i, first_offset + i)))
+        return split, order, (n, channels, *(d * block for d in spatial))
+    split = (n, c, *(v for d in spatial for v in (d // block, block)))
+    outer, offsets = [2 + 2 * i for i in range(k)], [3 + 2 * i for i in range(k)]
+    order = (0, *offsets, 1, *outer) if blocks_first else (0, 1, *offsets, *outer)
+    return split, order, (n, c * block ** k, *(d // block for d in spatial))
+
+
+def depth_to_space(x: np.ndarray, block: int, blocks_first: bool) -> np.ndarray:
+    return _rearranged(x, depth_space_plan(x.shape, block, blocks_first, True))
+
+
+def space_to_depth(x: np.ndarray, block: int, blocks_first: bool) -> np.ndarray:
+    return _rearranged(x, depth_space_plan(x.shape, block, blocks_first, False))
+
+
+def _rearranged(x: np.ndarray, plan: tuple[tuple, tuple, tuple]) -> np.ndarray:
+    split, order, final = plan
+    return np.ascontiguousarray(x.reshape(split).transpose(order)).reshape(final)
+
+
 def gather_nd(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.ndarray:
     """GatherND with the batch dims kept (ONNX GatherND, OpenVINO GatherND-8): output shape
     indices.shape[:-1] + data.shape[batch_dims + k:], k = indices.shape[-1]. Negative indices count from the
@@ -45,4 +81,4 @@ def gather_nd(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.ndar
     return picked.reshape(indices.shape[:-1] + data.shape[batch_dims + depth:])
 
 
-__all__ = ["gather_nd", "shuffle_channels"]
+__all__ = ["depth_space_plan", "depth_to_space", "gather_nd", "shuffle_channels", "space_to_depth"]

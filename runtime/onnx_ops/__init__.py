@@ -7,7 +7,7 @@
     activation     Relu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Softmax, LogSoftmax, Gelu,
                    Elu, Selu, Celu, Softplus, Softsign, Mish
     movement       Pad, Transpose, Reshape, Concat, Split, Slice, Squeeze, Unsqueeze, Gather, Expand, Shape,
-                   Constant, ConstantOfShape
+                   Constant, ConstantOfShape, Flatten, GatherND, Tile, DepthToSpace, SpaceToDepth
     reduction      Reduce*
     convolution    Conv
     matmul         MatMul, Gemm

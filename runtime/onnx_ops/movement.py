@@ -1,5 +1,9 @@
 """ONNX data-movement operators: Pad, Transpose, Reshape, Concat, Split, Slice, Squeeze, Unsqueeze, Gather,
-Expand, Shape, Constant, ConstantOfShape, Flatten, GatherND and Tile: version rows and adapters onto numpy and runtime.kernels.movement.
+Expand, Shape, Constant, ConstantOfShape, Flatten, GatherND, Tile, DepthToSpace and SpaceToDepth: version rows and
+adapters onto numpy and runtime.kernels.movement and .rearrange.
+
+DepthToSpace splits the channel index blocks first (mode DCR, the default and the only one before 11) or channel
+first (CRD); SpaceToDepth is DCR's inverse, and from 28 takes the mode too. Both take N x C x H x W only.
 
 Element types are not restricted by these tables (numpy computes any of them). Versions before an op's
 first row use legacy semantics (e.g. broadcast/axis attributes before opset 7) and are unsupported.
@@ -51,6 +55,9 @@ define("Expand", [(8, {})])
 define("Flatten", [(1, {"axis": Attribute(INT, 1)}), (11, {})])
 define("GatherND", [(11, {}), (12, {"batch_dims": Attribute(INT, 0)})])  # 13 adds bfloat16 only
 define("Tile", [(6, {})])  # Tile-1 took (input, tiles, axis): legacy, unsupported
+define("DepthToSpace", [(1, {"blocksize": Attribute(INT, required=True)}), (11, {"mode": Attribute(STRING, "DCR")})])
+define("SpaceToDepth", [(1, {"blocksize": Attribute(INT, required=True)}), (28, {"mode": Attribute(STRING, "DCR")})])
+DEPTH_MODES = ("DCR", "CRD")
 
 
 @adapter("Pad")
@@ -254,4 +261,25 @@ def plan_tile(ctx: NodeContext) -> Step:
         if len(times) != x.ndim or any(t < 0 for t in times):
             raise UsageError(f"repeats {times} must hold one non-negative value per input axis ({x.ndim})")
         return (kernels.tile(x, times),)
+    return run
+
+
+@adapter("DepthToSpace", "SpaceToDepth")
+def plan_depth_space(ctx: NodeContext) -> Step:
+    block, mode, op = ctx.attrs["blocksize"], ctx.attrs.get("mode", "DCR"), ctx.version.op_type
+    if mode not in DEPTH_MODES:
+        raise UsageError(f"attribute 'mode' = {mode!r}: must be DCR or CRD")
+    if block < 1:
+        raise UsageError(f"attribute 'blocksize' = {block}: must be >= 1")
+
+    def run(x):
+        if x.ndim != 4:
+            raise UsageError(f"input of rank {x.ndim}: {ctx.version.label} takes N x C x H x W")
+        if op == "DepthToSpace":
+            if x.shape[1] % (block * block):
+                raise UsageError(f"{x.shape[1]} channels are not a multiple of blocksize^2 = {block * block}")
+            return (rearrange_kernels.depth_to_space(x, block, mode == "DCR"),)
+        if x.shape[2] % block or x.shape[3] % block:
+            raise UsageError(f"H and W ({x.shape[2]}, {x.shape[3]}) must be multiples of blocksize {block}")
+        return (rearrange_kernels.space_to_depth(x, block, mode == "DCR"),)
     return run

@@ -194,6 +194,11 @@ def test_refusals(tmp_path):
     with pytest.raises(PoolirError, match="rank"):
         runtime.run(_model("InstanceNormalization", 6, np.float32, (2, 3), {}, 3, 0),
                     {"x": np.ones((2, 3), np.float32)})
+    one_scale = _model("InstanceNormalization", 6, np.float32, (2, 3, 4), {}, 1, 0)  # would broadcast in IR
+    with pytest.raises(PoolirError, match="one per channel"):
+        onnx_to_ir(one_scale)
+    with pytest.raises(PoolirError, match="one per channel"):
+        runtime.run(one_scale, {"x": np.ones((2, 3, 4), np.float32)})
 
 
 def test_pytorch_group_norm_as_openvino_writes_it(tmp_path):
