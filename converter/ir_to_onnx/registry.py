@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from poolir.converter.ir_to_onnx import (activation, convolution, elementwise, io, matmul, movement, normalization,
-                                         pointwise, pooling, rearrange, reduction)
+                                         pointwise, pooling, rearrange, reduction, transposed_convolution)
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.registry import RegistryError, check_coverage, merge_families
 from poolir.ir.model import Layer
@@ -32,6 +32,7 @@ CONVERTERS: dict[str, LayerConverter] = merge_families("IR layer type", {
     "activation": activation.CONVERTERS,
     "pointwise": pointwise.CONVERTERS,
     "rearrange": rearrange.CONVERTERS,
+    "transposed_convolution": transposed_convolution.CONVERTERS,
 })
 FOLDS: dict[str, Fold] = merge_families("IR layer type", {"pooling": pooling.FOLDS, "pointwise": pointwise.FOLDS,
                                                           "normalization": normalization.FOLDS})

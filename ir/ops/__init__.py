@@ -7,6 +7,7 @@
     indexing     Slice, StridedSlice, Gather
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
     convolution  Convolution, GroupConvolution
+    transposed_convolution  ConvolutionBackpropData, GroupConvolutionBackpropData
     matmul       MatMul
     normalization  BatchNormInference, LRN, MVN, GroupNormalization
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
@@ -26,11 +27,11 @@ from types import ModuleType
 
 from poolir.ir.attributes import OpVersion
 from poolir.ir.ops import (activation, convolution, elementwise, indexing, io, matmul, movement, normalization,
-                           pointwise, pooling, rearrange, reduction)
+                           pointwise, pooling, rearrange, reduction, transposed_convolution)
 from poolir.ir.registry import ShapeRule, check_coverage, index_schema_rows, merge_shape_rules
 
 FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, indexing, reduction, convolution, matmul,
-                                    normalization, activation, pointwise, rearrange)
+                                    normalization, activation, pointwise, rearrange, transposed_convolution)
 
 # layer type -> its op versions, oldest first
 SCHEMAS: dict[str, tuple[OpVersion, ...]] = index_schema_rows(row for family in FAMILIES for row in family.SCHEMA_ROWS)

@@ -8,6 +8,7 @@
                  Gather, ShapeOf, Broadcast, Pad
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
     convolution  Convolution, GroupConvolution
+    transposed_convolution  ConvolutionBackpropData, GroupConvolutionBackpropData
     matmul       MatMul
     normalization  BatchNormInference (both input orders), LRN (OpenVINO's window, scaling and bias), MVN,
                    GroupNormalization
@@ -23,7 +24,8 @@ fails here, naming the type.
 
 from poolir.ir.schema import SCHEMAS
 from poolir.runtime.ir_ops import (activation, convolution, elementwise, matmul, movement, normalization,
-                                   pointwise, pooling, rearrange, reduction)  # noqa: F401  (they register)
+                                   pointwise, pooling, rearrange, reduction,
+                                   transposed_convolution)  # noqa: F401  (they register)
 from poolir.runtime.ir_ops.pooling import AvgPoolOp, MaxPoolOp, openvino_max_floor
 from poolir.runtime.ir_ops.registry import BUILDERS, check_builders_match_schemas, supported_layer_types
 

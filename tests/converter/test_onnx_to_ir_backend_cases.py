@@ -33,7 +33,7 @@ MODULES = ("abs", "add", "cast", "castlike", "ceil", "concat", "constant", "cons
            "averagepool", "maxpool", "lppool", "globalaveragepool", "globalmaxpool", "relu", "clip", "sigmoid", "tanh",
            "hardsigmoid", "hardswish", "leakyrelu", "prelu", "softmax", "logsoftmax", "batch_normalization", "lrn",
            "dropout", "conv", "gemm", "matmul", "elu", "selu", "celu", "softplus", "softsign", "mish",
-           "instance_normalization", "groupnormalization", "depthtospace", "spacetodepth")
+           "instance_normalization", "groupnormalization", "depthtospace", "spacetodepth", "convtranspose")
 
 # What poolir refuses, as the error says it (each a deliberate refusal, not a failure).
 REFUSED = (

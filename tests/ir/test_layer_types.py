@@ -188,6 +188,12 @@ CASES: dict[str, Build] = {
                              {"across_channels": True, "normalize_variance": True, "eps": 1e-9}),
     "MVN-6": lambda b: b.add("MVN", "opset6", [_x(b, (2, -1, 4, 5)), b.const(i64(-2, -1))],
                              {"normalize_variance": True, "eps": 1e-5, "eps_mode": "outside_sqrt"}),
+    "ConvolutionBackpropData": lambda b: b.add("ConvolutionBackpropData", "opset1", [
+        _x(b, (-1, 4, 3, 5)), b.const(np.ones((4, 2, 3, 3), np.float32)), b.const(i64(7, 11))],
+        {"strides": (2, 2), "dilations": (1, 1), "pads_begin": (0, 0), "pads_end": (0, 0), "auto_pad": "same_upper"}),
+    "GroupConvolutionBackpropData": lambda b: b.add("GroupConvolutionBackpropData", "opset1", [
+        _x(b, (1, 4, 3, 5)), b.const(np.ones((2, 2, 3, 3, 3), np.float32))],
+        {"strides": (2, 2), "pads_begin": (1, 1), "pads_end": (1, 1), "dilations": (1, 1), "output_padding": (1, 0)}),
     "DepthToSpace": lambda b: b.add("DepthToSpace", "opset1", [_x(b, (-1, 8, 2, 3))],
                                     {"block_size": 2, "mode": "depth_first"}),
     "SpaceToDepth": lambda b: b.add("SpaceToDepth", "opset1", [_x(b, (1, 2, 4, 6, 2))],
