@@ -20,13 +20,19 @@ from poolir.ir.ops.convolution import conv_weight_layout, conv_windows_of
 _ONNX_AUTO_PADS = {"same_upper": "SAME_UPPER", "same_lower": "SAME_LOWER", "valid": "VALID"}
 
 
+def static_weights_shape(context: Context, layer: Layer, op_type: str) -> list[int]:
+    """The weights' (input 1) dims; ConversionError when one is dynamic (the ONNX op's group and kernel need them)."""
+    shape = context.input_info(layer, 1).shape
+    if not all(dim.is_static for dim in shape):
+        raise ConversionError(f"weights of dynamic shape {[str(d) for d in shape]}: the ONNX {op_type}'s group and "
+                              "kernel need a static weights shape")
+    return [dim.min for dim in shape]
+
+
 def convolution(context: Context, layer: Layer) -> None:
-    x_info, w_info = context.input_info(layer, 0), context.input_info(layer, 1)
+    x_info = context.input_info(layer, 0)
     check_writes(context, "Conv", x_info.element_type)
-    if not all(dim.is_static for dim in w_info.shape):
-        raise ConversionError(f"weights of dynamic shape {[str(d) for d in w_info.shape]}: the ONNX Conv's "
-                              "group and kernel need a static weights shape")
-    w_shape = [dim.min for dim in w_info.shape]
+    w_shape = static_weights_shape(context, layer, "Conv")
     groups, first_kernel_axis = conv_weight_layout(layer.type, w_shape, x_info.shape[1])
     kernel = w_shape[first_kernel_axis:]
     rank = len(kernel)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
+from poolir.converter.ir_to_onnx.convolution import static_weights_shape
 from poolir.converter.ir_to_onnx.opsets import check_writes
 from poolir.ir.errors import ConversionError, UsageError
 from poolir.ir.model import Layer
@@ -47,12 +48,9 @@ def _pads(context: Context, layer: Layer, spatial: list, kernel: list) -> tuple[
 
 
 def backprop(context: Context, layer: Layer) -> None:
-    x_info, w_info = context.input_info(layer, 0), context.input_info(layer, 1)
+    x_info = context.input_info(layer, 0)
     check_writes(context, "ConvTranspose", x_info.element_type)
-    if not all(dim.is_static for dim in w_info.shape):
-        raise ConversionError(f"weights of dynamic shape {[str(d) for d in w_info.shape]}: ConvTranspose's group "
-                              "and kernel need a static weights shape")
-    w_shape = [dim.min for dim in w_info.shape]
+    w_shape = static_weights_shape(context, layer, "ConvTranspose")
     groups, first, _ = backprop_layout(layer.type, w_shape)
     kernel = w_shape[first:]
     begin, end, padding = _pads(context, layer, [d.value for d in x_info.shape[2:]], kernel)

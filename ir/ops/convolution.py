@@ -28,13 +28,16 @@ CONV_TYPES = ("Convolution", "GroupConvolution")
 _WINDOW_ATTRS = ("strides", "dilations", "pads_begin", "pads_end")
 
 
-def check_conv_ranges(attrs: Mapping[str, Any]) -> None:
-    """strides, dilations >= 1 and pads >= 0, each <= MAX_AXIS_VALUE, and one value per axis in each."""
-    lengths = {len(attrs[name]) for name in _WINDOW_ATTRS if attrs.get(name) is not None}
+def check_conv_ranges(attrs: Mapping[str, Any], names: Sequence[str] = _WINDOW_ATTRS,
+                      minimums: Sequence[int] = (1, 1, 0, 0)) -> None:
+    """strides, dilations >= 1 and pads >= 0 (or `names` >= `minimums`), each <= MAX_AXIS_VALUE, and one value per
+    axis in each."""
+    lengths = {len(attrs[name]) for name in names if attrs.get(name) is not None}
     if len(lengths) > 1:
-        raise UsageError("attributes " + ", ".join(f"{name}={_ints(attrs[name])}" for name in _WINDOW_ATTRS)
+        raise UsageError("attributes " + ", ".join(f"{name}={_ints(attrs[name])}" for name in names
+                                                   if attrs.get(name) is not None)
                          + " must have one value per spatial axis each")
-    for name, minimum in zip(_WINDOW_ATTRS, (1, 1, 0, 0)):
+    for name, minimum in zip(names, minimums):
         for value in attrs.get(name) or ():
             if not minimum <= value <= MAX_AXIS_VALUE:
                 raise UsageError(f"attribute {name!r} = {_ints(attrs[name])}: every value must be in "

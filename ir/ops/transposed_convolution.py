@@ -22,8 +22,9 @@ from typing import Any, Mapping, Sequence
 
 from poolir.ir.attributes import INTS, STR, Attr, OpVersion
 from poolir.ir.errors import InvalidModelError, UsageError
-from poolir.ir.geometry import AUTO_PADS, MAX_AXIS_VALUE
+from poolir.ir.geometry import AUTO_PADS
 from poolir.ir.model import Dim, Layer, shape_str
+from poolir.ir.ops.convolution import check_conv_ranges
 from poolir.ir.registry import ShapeRules
 from poolir.ir.shapes import TensorInfo
 
@@ -32,15 +33,8 @@ _AXIS_ATTRS = ("strides", "dilations", "pads_begin", "pads_end", "output_padding
 
 
 def _check_ranges(attrs: Mapping[str, Any]) -> None:
-    lengths = {len(attrs[name]) for name in _AXIS_ATTRS if attrs.get(name)}
-    if len(lengths) > 1:
-        raise UsageError("attributes " + ", ".join(f"{name}={list(attrs[name])}" for name in _AXIS_ATTRS
-                                                   if attrs.get(name)) + " must have one value per spatial axis")
-    for name, minimum in zip(_AXIS_ATTRS, (1, 1, 0, 0, 0)):
-        for value in attrs.get(name) or ():
-            if not minimum <= value <= MAX_AXIS_VALUE:
-                raise UsageError(f"attribute {name!r} = {list(attrs[name])}: every value must be in [{minimum}, "
-                                 f"{MAX_AXIS_VALUE}]")
+    present = {name: value for name, value in attrs.items() if name != "output_padding" or value}  # () is absent
+    check_conv_ranges(present, _AXIS_ATTRS, (1, 1, 0, 0, 0))
 
 
 def _backprop(layer_type: str) -> OpVersion:

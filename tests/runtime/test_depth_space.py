@@ -4,7 +4,6 @@ to 5, both modes) and the engines running the converted models. They only move e
 
 from __future__ import annotations
 
-import importlib
 import random
 
 import numpy as np
@@ -17,22 +16,14 @@ from poolir import ir, runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.errors import PoolirError
 from poolir.runtime.onnx_ops import OP_VERSIONS
+from tests.backend_cases import at_opset, feeds_of, node_cases
 from tests.peers import onnxruntime_run, openvino_run_xml
 from tests.runtime.ir_cases import assert_matches_openvino, single_layer_ir
 
 OPS = ("DepthToSpace", "SpaceToDepth")
 
 
-def _backend_cases():
-    import onnx.backend.test.case.node as node_cases
-
-    for module in ("depthtospace", "spacetodepth"):
-        importlib.import_module(f"onnx.backend.test.case.node.{module}")
-    return {case.name: case for case in node_cases._NodeTestCases
-            if len(case.model.graph.node) == 1 and case.model.graph.node[0].op_type in OPS}
-
-
-BACKEND_CASES = _backend_cases()
+BACKEND_CASES = node_cases(("depthtospace", "spacetodepth"), OPS)
 
 
 def test_every_generator_case_is_collected():
@@ -43,16 +34,15 @@ def test_every_generator_case_is_collected():
 def test_onnx_backend_case_at_every_opset_that_accepts_it(name):
     case = BACKEND_CASES[name]
     node = case.model.graph.node[0]
-    inputs, outputs = case.data_sets[0]
-    feeds = {value.name: np.asarray(array) for value, array in zip(case.model.graph.input, inputs)}
+    _, outputs = case.data_sets[0]
+    feeds = feeds_of(case)
     used = {attribute.name for attribute in node.attribute}
     ran = 0
     for version in OP_VERSIONS[node.op_type]:
         if not used <= set(version.attributes):
             continue
-        model = onnx.ModelProto.FromString(case.model.SerializeToString())
-        model.opset_import[0].version = version.since
-        np.testing.assert_array_equal(runtime.run(model, feeds)[case.model.graph.output[0].name], outputs[0])
+        result = runtime.run(at_opset(case, version.since), feeds)
+        np.testing.assert_array_equal(result[case.model.graph.output[0].name], outputs[0])
         ran += 1
     assert ran >= 1
 

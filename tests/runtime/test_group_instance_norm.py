@@ -4,7 +4,6 @@ on its own layer, and the converted models run by the engine of the other world.
 
 from __future__ import annotations
 
-import importlib
 import random
 
 import numpy as np
@@ -18,22 +17,14 @@ from onnx import helper, numpy_helper
 from poolir import ir, runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.errors import PoolirError
+from tests.backend_cases import feeds_of, node_cases
 from tests.peers import onnxruntime_run, openvino_convert_to_xml, openvino_run_xml
 from tests.runtime.ir_cases import assert_matches_openvino, single_layer_ir
 
 OPS = ("InstanceNormalization", "GroupNormalization")
 
 
-def _backend_cases():
-    import onnx.backend.test.case.node as node_cases
-
-    for module in ("instance_normalization", "groupnormalization"):
-        importlib.import_module(f"onnx.backend.test.case.node.{module}")
-    return {case.name: case for case in node_cases._NodeTestCases
-            if len(case.model.graph.node) == 1 and case.model.graph.node[0].op_type in OPS}
-
-
-BACKEND_CASES = _backend_cases()
+BACKEND_CASES = node_cases(("instance_normalization", "groupnormalization"), OPS)
 
 
 def test_every_generator_case_is_collected():
@@ -43,9 +34,8 @@ def test_every_generator_case_is_collected():
 @pytest.mark.parametrize("name", sorted(BACKEND_CASES))
 def test_onnx_backend_case(name):
     case = BACKEND_CASES[name]
-    inputs, outputs = case.data_sets[0]
-    feeds = {value.name: np.asarray(array) for value, array in zip(case.model.graph.input, inputs)}
-    result = runtime.run(case.model, feeds)
+    _, outputs = case.data_sets[0]
+    result = runtime.run(case.model, feeds_of(case))
     for output, want in zip(case.model.graph.output, outputs):
         got = result[output.name]
         assert got.dtype == want.dtype and got.shape == want.shape

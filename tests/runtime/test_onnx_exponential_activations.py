@@ -5,32 +5,22 @@ the rows onnxruntime cannot run (Elu-1 and Selu-1 with their own defaults, Celu-
 
 from __future__ import annotations
 
-import importlib
 import random
 
 import numpy as np
-import onnx
 import pytest
 from onnx import helper
 
 from poolir import runtime
 from poolir.ir.errors import PoolirError
 from poolir.runtime.onnx_ops import OP_VERSIONS
+from tests.backend_cases import at_opset, feeds_of, node_cases
 from tests.peers import onnxruntime_run
 
 OPS = ("Elu", "Selu", "Celu", "Softplus", "Softsign", "Mish")
 
 
-def _backend_cases():
-    import onnx.backend.test.case.node as node_cases
-
-    for module in ("elu", "selu", "celu", "softplus", "softsign", "mish"):
-        importlib.import_module(f"onnx.backend.test.case.node.{module}")
-    return {case.name: case for case in node_cases._NodeTestCases
-            if len(case.model.graph.node) == 1 and case.model.graph.node[0].op_type in OPS}
-
-
-BACKEND_CASES = _backend_cases()
+BACKEND_CASES = node_cases(("elu", "selu", "celu", "softplus", "softsign", "mish"), OPS)
 
 
 def test_every_generator_case_is_collected():
@@ -42,8 +32,8 @@ def test_every_generator_case_is_collected():
 def test_onnx_backend_case_at_every_opset_that_accepts_it(name):
     case = BACKEND_CASES[name]
     node = case.model.graph.node[0]
-    inputs, outputs = case.data_sets[0]
-    feeds = {value.name: np.asarray(array) for value, array in zip(case.model.graph.input, inputs)}
+    _, outputs = case.data_sets[0]
+    feeds = feeds_of(case)
     used = {attribute.name for attribute in node.attribute}
     ran = 0
     for version in OP_VERSIONS[node.op_type]:
@@ -51,9 +41,7 @@ def test_onnx_backend_case_at_every_opset_that_accepts_it(name):
             continue
         if node.op_type == "Selu" and version.since == 1 and used != {"alpha", "gamma"}:
             continue  # Selu-1's defaults are other constants (test_selu_1_defaults)
-        model = onnx.ModelProto.FromString(case.model.SerializeToString())
-        model.opset_import[0].version = version.since
-        result = runtime.run(model, feeds)
+        result = runtime.run(at_opset(case, version.since), feeds)
         for output, want in zip(case.model.graph.output, outputs):
             got = result[output.name]
             assert got.dtype == want.dtype and got.shape == want.shape

@@ -5,7 +5,6 @@ OpenVINO's CPU plugin on its own layers, and the converted models run by the eng
 
 from __future__ import annotations
 
-import importlib
 import random
 
 import numpy as np
@@ -19,6 +18,7 @@ from poolir import ir, runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.errors import PoolirError
 from poolir.runtime.kernels.transposed_convolution import conv_transpose
+from tests.backend_cases import feeds_of, node_cases
 from tests.peers import onnxruntime_run, openvino_convert_to_xml, openvino_run_xml
 
 ATOL = 2e-5
@@ -66,23 +66,14 @@ def test_an_infinite_weight_meets_only_real_inputs():
     np.testing.assert_array_equal(y, [[[np.inf, 0, np.inf, 0, np.inf]]])
 
 
-def _backend_cases():
-    import onnx.backend.test.case.node as node_cases
-
-    importlib.import_module("onnx.backend.test.case.node.convtranspose")
-    return {case.name: case for case in node_cases._NodeTestCases
-            if len(case.model.graph.node) == 1 and case.model.graph.node[0].op_type == "ConvTranspose"}
-
-
-BACKEND_CASES = _backend_cases()
+BACKEND_CASES = node_cases(("convtranspose",), ("ConvTranspose",))
 
 
 @pytest.mark.parametrize("name", sorted(BACKEND_CASES))
 def test_onnx_backend_case(name):
     case = BACKEND_CASES[name]
-    inputs, outputs = case.data_sets[0]
-    feeds = {value.name: np.asarray(array) for value, array in zip(case.model.graph.input, inputs)}
-    got = runtime.run(case.model, feeds)[case.model.graph.output[0].name]
+    _, outputs = case.data_sets[0]
+    got = runtime.run(case.model, feeds_of(case))[case.model.graph.output[0].name]
     np.testing.assert_allclose(got, outputs[0], rtol=1e-5, atol=1e-5)
 
 
