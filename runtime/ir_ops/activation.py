@@ -118,6 +118,7 @@ builder("Mish")(lambda info: _float_unary("Mish", mish))
 @builder("Elu")
 def _elu(info: LayerInfo) -> LayerFn:
     alpha = info.layer.attrs["alpha"]
+
     def positive_zero(x: np.ndarray) -> np.ndarray:
         # + 0: Elu(-0) is alpha * (exp(-0) - 1) = +0 here, where the ONNX kernel keeps -0 (module docstring)
         result = elu(x, alpha)

@@ -19,10 +19,10 @@ import numpy as np
 from poolir.ir.budget import check_allocation
 from poolir.runtime.kernels.precision import accumulation_dtype
 
-__all__ = ["conv_transpose", "tap_range"]
+__all__ = ["conv_transpose"]
 
 
-def tap_range(tap_offset: int, stride: int, length: int, out: int) -> tuple[int, int]:
+def _tap_range(tap_offset: int, stride: int, length: int, out: int) -> tuple[int, int]:
     """The input positions [lo, hi) whose output o * stride + tap_offset lies in [0, out) (empty: lo >= hi)."""
     return max(0, -(tap_offset // stride)), min(length, (out - 1 - tap_offset) // stride + 1)
 
@@ -35,7 +35,7 @@ def conv_transpose(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, str
     `output` the output's spatial dims (pads_end and output_padding are implied by it)."""
     acc = accumulation_dtype(x.dtype)
     n, channels, *spatial = x.shape
-    per_group_in, per_group_out, *kernel = w.shape
+    _, per_group_out, *kernel = w.shape
     per_group_in = channels // groups
     taps, length = math.prod(kernel), math.prod(spatial)
     check_allocation((n, groups, per_group_out * taps, length), acc.itemsize, "the transposed convolution's columns")
@@ -48,7 +48,7 @@ def conv_transpose(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, str
         source, target = [], []
         for t, s, d, pb, size, out in zip(tap, strides, dilations, pads_begin, spatial, output):
             offset = t * d - pb
-            lo, hi = tap_range(offset, s, size, out)
+            lo, hi = _tap_range(offset, s, size, out)
             if lo >= hi:
                 break
             source.append(slice(lo, hi))
