@@ -179,7 +179,8 @@ class Net:
     def shape_of(self, value: str) -> tuple[int, ...]:
         """The static shape of a value so far, by ONNX shape inference over the graph built until now."""
         if value not in self._shapes:
-            inferred = onnx.shape_inference.infer_shapes(self._model(outputs=[]))
+            # data_prop: a Reshape to a Shape computed in the graph (GroupNorm's) keeps its dims known
+            inferred = onnx.shape_inference.infer_shapes(self._model(outputs=[]), data_prop=True)
             for info in [*inferred.graph.value_info, *inferred.graph.input]:
                 dims = info.type.tensor_type.shape.dim
                 if all(d.HasField("dim_value") for d in dims):

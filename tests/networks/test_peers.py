@@ -39,6 +39,9 @@ IR_LAYERS = frozenset({
     ("ReLU", "opset1"), ("HSwish", "opset4"), ("HardSigmoid", "opset1"), ("SoftMax", "opset8"),
     ("Concat", "opset1"), ("Split", "opset1"), ("Slice", "opset8"), ("Reshape", "opset1"), ("Transpose", "opset1"),
     ("MVN", "opset6"), ("Gelu", "opset7"),
+    # the U-Net's: ConvTranspose (grouped too), PixelShuffle, ELU, and GroupNorm's Shape(x)
+    ("ConvolutionBackpropData", "opset1"), ("GroupConvolutionBackpropData", "opset1"), ("DepthToSpace", "opset1"),
+    ("Elu", "opset1"), ("ShapeOf", "opset3"),
 })
 # ... and what the model-zoo graphs add: AlexNet's, GoogLeNet's and ZFNet's LRN, and ShuffleNet v1's
 # Reshape-Transpose-Reshape, which OpenVINO recognises as a channel shuffle.
