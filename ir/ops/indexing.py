@@ -56,8 +56,17 @@ def _indexed_shape(data: TensorInfo, index) -> Shape | None:
         raise InvalidModelError(f"slice out of range of {shape_str(data.shape)}: {error}") from None
 
 
+def _check_integer_operands(layer: Layer, inputs: list[TensorInfo], names: tuple[str, ...]) -> None:
+    """The bounds, steps and axes of a slice are integer tensors (OpenVINO's Slice-8 and StridedSlice-1 specs)."""
+    for name, info in zip(names, inputs[1:]):
+        if not is_integer(info.element_type):
+            raise InvalidModelError(f"the {layer.type} {name} have element type {info.element_type}, expected an "
+                                    "integer type")
+
+
 @SHAPE_RULES.register("Slice")
 def infer_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    _check_integer_operands(layer, inputs, ("starts", "stops", "steps", "axes"))
     data = inputs[0]
     rank = len(data.shape)
     start, stop, step = (inputs[i].value for i in (1, 2, 3))
@@ -109,6 +118,7 @@ def _strided_slice_rank(layer: Layer, data: TensorInfo, begin: TensorInfo) -> in
 
 @SHAPE_RULES.register("StridedSlice")
 def infer_strided_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    _check_integer_operands(layer, inputs, ("begins", "ends", "strides"))
     data = inputs[0]
     begin, end = inputs[1].value, inputs[2].value
     stride = inputs[3].value if len(inputs) == 4 else (None if begin is None else np.ones_like(begin))

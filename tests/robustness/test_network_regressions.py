@@ -349,3 +349,23 @@ def test_the_dynamic_batch_note_joins_the_error_of_a_failing_run(tmp_path):
     for command in ("run", "verify"):
         result = invoke_cli(command, [command, path_ok])
         assert result.exit_code == 0 and "dynamic batch set to 1" in result.stderr, result.stderr
+
+
+# -- a Slice whose stop Const was retyped to f64 (the U-Net's skip crop) stopped inspect with a TypeError -----------
+@pytest.mark.parametrize("layer_type", ["Slice", "StridedSlice"])
+def test_slice_bounds_of_a_float_type_are_refused_as_openvino_refuses_them(tmp_path, layer_type):
+    def build(b):
+        x = b.parameter("x", "f32", (4, 4))
+        begin, end = b.const(np.array([0, 1], np.int64), name="begin"), b.const(np.array([4, 3], np.int64), name="end")
+        if layer_type == "Slice":
+            step, axes = b.const(np.array([1, 1], np.int64), name="step"), b.const(np.array([0, 1], np.int64))
+            return b.add("Slice", "opset8", [x, begin, end, step, axes], name="slice")[0]
+        return b.add("StridedSlice", "opset1", [x, begin, end, b.const(np.array([1, 1], np.int64), name="step")],
+                     {"begin_mask": (0, 0), "end_mask": (0, 0)}, name="slice")[0]
+    path = _write_ir(tmp_path, build)
+    text = path.read_text()
+    layer = text.index('name="end"')
+    edited = text[:layer] + text[layer:].replace('element_type="i64"', 'element_type="f64"', 1)
+    path.write_text(edited)
+    _openvino_refuses(path, "integ")
+    _refused_by_every_command(path, "'slice'", "element type f64, expected an integer type")
