@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Callable
 
 from poolir.converter.ir_to_onnx import (activation, convolution, elementwise, io, matmul, movement, normalization,
-                                         pointwise, pooling, rearrange, reduction, transposed_convolution)
+                                         pointwise, pooling, rearrange, reduction, resize,
+                                         transposed_convolution)
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.registry import RegistryError, check_coverage, merge_families
 from poolir.ir.model import Layer
@@ -33,6 +34,7 @@ CONVERTERS: dict[str, LayerConverter] = merge_families("IR layer type", {
     "pointwise": pointwise.CONVERTERS,
     "rearrange": rearrange.CONVERTERS,
     "transposed_convolution": transposed_convolution.CONVERTERS,
+    "resize": resize.CONVERTERS,
 })
 FOLDS: dict[str, Fold] = merge_families("IR layer type", {"pooling": pooling.FOLDS, "pointwise": pointwise.FOLDS,
                                                           "normalization": normalization.FOLDS})

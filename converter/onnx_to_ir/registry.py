@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Callable
 
 from poolir.converter.onnx_to_ir import (activation, convolution, elementwise, matmul, movement, normalization,
-                                         pointwise, pooling, rearrange, reduction, transposed_convolution)
+                                         pointwise, pooling, rearrange, reduction, resize,
+                                         transposed_convolution)
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.registry import check_coverage, merge_families
 from poolir.runtime.onnx_ops import OP_VERSIONS
@@ -29,6 +30,7 @@ CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
     "pointwise": pointwise.CONVERTERS,
     "rearrange": rearrange.CONVERTERS,
     "transposed_convolution": transposed_convolution.CONVERTERS,
+    "resize": resize.CONVERTERS,
 })
 
 # Every ONNX op the runtime runs converts today.

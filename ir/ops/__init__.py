@@ -27,11 +27,11 @@ from types import ModuleType
 
 from poolir.ir.attributes import OpVersion
 from poolir.ir.ops import (activation, convolution, elementwise, indexing, io, matmul, movement, normalization,
-                           pointwise, pooling, rearrange, reduction, transposed_convolution)
+                           pointwise, pooling, rearrange, reduction, resize, transposed_convolution)
 from poolir.ir.registry import ShapeRule, check_coverage, index_schema_rows, merge_shape_rules
 
 FAMILIES: tuple[ModuleType, ...] = (io, pooling, elementwise, movement, indexing, reduction, convolution, matmul,
-                                    normalization, activation, pointwise, rearrange, transposed_convolution)
+                                    normalization, activation, pointwise, rearrange, resize, transposed_convolution)
 
 # layer type -> its op versions, oldest first
 SCHEMAS: dict[str, tuple[OpVersion, ...]] = index_schema_rows(row for family in FAMILIES for row in family.SCHEMA_ROWS)

@@ -16,6 +16,7 @@
                  Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
     pointwise    Sign, Negative, Exp, Log, Erf, comparisons, logical ops, Select
     rearrange    ShuffleChannels, GatherND-5/8, Tile, DepthToSpace, SpaceToDepth
+    resize       Interpolate-4/11
 
 Importing the package registers every family's builders and checks them against the IR schema registry
 (`poolir.ir.schema.SCHEMAS`): a layer type with a schema but no builder, or a builder without a schema,
@@ -24,7 +25,7 @@ fails here, naming the type.
 
 from poolir.ir.schema import SCHEMAS
 from poolir.runtime.ir_ops import (activation, convolution, elementwise, matmul, movement, normalization,
-                                   pointwise, pooling, rearrange, reduction,
+                                   pointwise, pooling, rearrange, reduction, resize,
                                    transposed_convolution)  # noqa: F401  (they register)
 from poolir.runtime.ir_ops.pooling import AvgPoolOp, MaxPoolOp, openvino_max_floor
 from poolir.runtime.ir_ops.registry import BUILDERS, check_builders_match_schemas, supported_layer_types

@@ -10,6 +10,7 @@
                    Constant, ConstantOfShape, Flatten, GatherND, Tile, DepthToSpace, SpaceToDepth
     reduction      Reduce*
     convolution    Conv
+    resize         Resize, Upsample
     transposed_convolution  ConvTranspose
     matmul         MatMul, Gemm
     normalization  BatchNormalization, LayerNormalization, InstanceNormalization, GroupNormalization, LRN,
@@ -20,7 +21,7 @@ the same ops: a family that defines rows without an adapter (or the reverse) fai
 """
 
 from poolir.runtime.onnx_ops import (activation, convolution, elementwise, matmul, movement, normalization,
-                                     pooling, reduction, transposed_convolution)  # noqa: F401  (they register)
+                                     pooling, reduction, resize, transposed_convolution)  # noqa: F401  (they register)
 from poolir.runtime.onnx_ops.element_types import check_dtype, onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
 from poolir.runtime.onnx_ops.pooling import POOLING_OPS, OnnxPool, empty_max_value, global_p, onnx_pool

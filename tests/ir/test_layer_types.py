@@ -202,6 +202,15 @@ CASES: dict[str, Build] = {
                                                                           b.const(np.ones(4, np.float32)),
                                                                           b.const(np.zeros(4, np.float32))],
                                           {"num_groups": 2, "epsilon": 1e-5}),
+    "Interpolate-4 scales, pads": lambda b: b.add("Interpolate", "opset4", [
+        _x(b, (-1, 3, 5, 7)), b.const(i64(1, 1)), b.const(np.array([0.3333333, 2.5], np.float32)), b.const(i64(2, 3))],
+        {"mode": "linear_onnx", "shape_calculation_mode": "scales", "pads_begin": (0, 0, 1, 0), "pads_end": (0, 0, 0, 2)}),
+    "Interpolate-11 sizes": lambda b: b.add("Interpolate", "opset11", [_x(b, (-1, 3, 5, 7)), b.const(i64(9, 2)),
+                                                                       b.const(i64(3, 1))],
+                                            {"mode": "nearest", "shape_calculation_mode": "sizes"}),
+    "Interpolate-11 scales": lambda b: b.add("Interpolate", "opset11", [
+        _x(b, (2, 3, 6, 7)), b.const(np.array([1, 1, 0.6, 1.7], np.float32))],
+        {"mode": "cubic", "shape_calculation_mode": "scales", "coordinate_transformation_mode": "align_corners"}),
     "HSigmoid": lambda b: b.add("HSigmoid", "opset5", [_x(b)]),
     "HardSigmoid": lambda b: b.add("HardSigmoid", "opset1", [_x(b), b.const(np.float32(0.2)),
                                                               b.const(np.float32(0.5))]),

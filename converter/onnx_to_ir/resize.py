@@ -1,0 +1,77 @@
+"""ONNX Resize and Upsample -> IR Interpolate-11 (ir/ops/resize.py), what OpenVINO's own frontend writes.
+
+mode nearest, linear and cubic are Interpolate's nearest, linear_onnx and cubic; the coordinate transformation and
+nearest modes keep their names (Resize-10 and Upsample: asymmetric, and nearest mode simple). The layer is written
+in sizes mode with the output lengths poolir computes (runtime.onnx_ops.resize), on the resized axes only.
+
+The two worlds compute coordinates differently (runtime.kernels.resize): OpenVINO always divides by
+output / input, onnxruntime by the scale the model gives, and align_corners and same-length axes differ too. So the
+converter works out every resized axis in both worlds and refuses the node where they would sample differently
+(a nearest source that moves, a coordinate beyond a few ulps): that needs static lengths on the resized axes and
+known scales or sizes. Not convertible: tf_crop_and_resize and half_pixel_symmetric (Interpolate has no such
+mode), exclude_outside = 1 (Interpolate's cubic always clamps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from poolir.converter.onnx_to_ir.node import OnnxNode, Value
+from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
+from poolir.runtime.kernels.resize import AxisResize, same_sampling
+from poolir.runtime.onnx_ops.resize import axis_plans, resize_settings
+
+_IR_MODES = {"nearest": "nearest", "linear": "linear_onnx", "cubic": "cubic"}
+
+
+def resize(node: OnnxNode) -> list[Value]:
+    attrs = node.attributes()
+    modern = node.version.op_type == "Resize" and node.version.since >= 11
+    if modern:
+        x, roi, scales, sizes = node.checked_inputs(1, 4, optional=(1, 2, 3))
+    elif node.version.since >= 9:
+        (x, scales), roi, sizes = node.checked_inputs(2, 2), None, None
+    else:
+        x, roi, scales, sizes = node.single_input(), None, None, None
+    try:
+        settings = resize_settings(node.version, attrs)
+    except UsageError as error:
+        raise InvalidModelError(error.problem) from None
+    if settings.coordinate_mode in ("tf_crop_and_resize", "half_pixel_symmetric"):
+        raise ConversionError(f"coordinate_transformation_mode {settings.coordinate_mode} has no Interpolate mode")
+    if settings.exclude_outside:
+        raise ConversionError("exclude_outside = 1 has no Interpolate attribute (its cubic clamps the taps)")
+    values = [None if value is None else node.builder.info(value.ref).value for value in (roi, scales, sizes)]
+    if not modern and node.version.since < 9:
+        values[1] = np.asarray(attrs["scales"], dtype=np.float32)
+    for value, given in zip(values[1:], (scales, sizes)):
+        if given is not None and value is None:
+            raise ConversionError("the scales and sizes of a Resize must be constants (or fold to constants)")
+    shape = x.shape
+    axes = range(len(shape)) if settings.axes is None else settings.axes
+    if any(shape[axis] is None for axis in axes if -len(shape) <= axis < len(shape)):
+        raise ConversionError(f"Resize needs static lengths on the resized axes, got input dims {list(shape)}")
+    static = tuple(n if n is not None else 1 for n in shape)  # dynamic axes are not resized: any length will do
+    try:
+        plans = axis_plans(settings, static, *values)
+    except UsageError as error:
+        raise InvalidModelError(error.problem) from None
+    if not plans:
+        return [x]
+    for axis, plan in plans:
+        ir_plan = AxisResize(plan.length, plan.output, float(np.float32(plan.output) / np.float32(plan.length)),
+                             plan.coordinate_mode, plan.sampling, plan.nearest_mode, plan.cubic_a)
+        if plan.length == 0 or not same_sampling(plan, ir_plan):
+            raise ConversionError(f"axis {axis} ({plan.length} -> {plan.output}, {plan.coordinate_mode}) samples "
+                                  "differently in OpenVINO's Interpolate (it reads at output / input, not at the "
+                                  "model's scale)")
+    ir_attrs = {"mode": _IR_MODES[settings.sampling], "shape_calculation_mode": "sizes",
+                "coordinate_transformation_mode": settings.coordinate_mode, "nearest_mode": settings.nearest_mode,
+                "antialias": False, "pads_begin": (0,) * len(shape), "pads_end": (0,) * len(shape),
+                "cube_coeff": settings.cubic_a}
+    sizes_ref = Value(node.const(np.array([plan.output for _, plan in plans], np.int64)), "i64", (len(plans),))
+    axes_ref = Value(node.const(np.array([axis for axis, _ in plans], np.int64)), "i64", (len(plans),))
+    return node.layer("Interpolate", [x, sizes_ref, axes_ref], ir_attrs, name=node.name, newest=True)
+
+
+CONVERTERS = {"Resize": resize, "Upsample": resize}
