@@ -1,11 +1,13 @@
 """IR Interpolate-4/11 -> ONNX Resize (from opset 11), in sizes mode, zero pads first as a Pad.
 
 nearest, linear_onnx and cubic are Resize's nearest, linear and cubic; the coordinate transformation modes keep their
-names. Interpolate reads every axis at scale = output / padded input, which is what Resize computes from sizes, but
-the worlds still differ in places (runtime.kernels.resize): so every resized axis is worked out in both and the layer
-is refused where they would sample differently. Nearest mode simple (ceil when shrinking, else truncation) has no
-Resize-11 spelling: it becomes floor or ceil, whichever samples every axis alike. The sizes are written for the
-resized axes only (Resize's axes attribute, opset 18) or for every axis, which then needs static output dims.
+names. Interpolate reads an axis at the given scale (scales mode) or at output / padded input (sizes mode), which
+is what Resize does with scales or sizes, but the worlds still differ in places (their length rules, align_corners,
+same-length axes: runtime.kernels.resize): so every resized axis is worked out in both, Resize gets scales or sizes,
+whichever samples alike, and the layer is refused where neither does. Nearest mode simple (ceil when shrinking, else
+truncation) has no Resize-11 spelling: it becomes floor or ceil, whichever samples every axis alike. Scales or sizes
+are written for the resized axes only (Resize's axes attribute, opset 18) or for every axis (sizes then need static
+output dims).
 OpenVINO's own linear mode, the pillow modes and antialias have no Resize equivalent.
 """
 
@@ -17,7 +19,7 @@ from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
-from poolir.ir.ops.resize import pads, resized_axes
+from poolir.ir.ops.resize import coordinate_scales, pads, resized_axes
 from poolir.runtime.kernels.resize import NEAREST_MODES, AxisResize, same_sampling
 
 _ONNX_MODES = {"nearest": "nearest", "linear_onnx": "linear", "cubic": "cubic"}
@@ -39,14 +41,18 @@ def interpolate(context: Context, layer: Layer) -> None:
     axes_value = context.constant(layer, axes_index) if len(layer.inputs) > axes_index else None
     if given is None or (len(layer.inputs) > axes_index and axes_value is None):
         raise ConversionError("Interpolate needs constant scales or sizes and axes")
-    axes = resized_axes(layer, rank, given if attrs["shape_calculation_mode"] == "scales" else None,
-                        given if attrs["shape_calculation_mode"] == "sizes" else None, axes_value)
+    scales_mode = attrs["shape_calculation_mode"] == "scales"
+    axes = resized_axes(layer, rank, given if scales_mode else None, None if scales_mode else given, axes_value)
     begins, ends = pads(layer, rank)
     out_dims = [d.value for d in context.output_info(layer, 0).shape]
     padded = [None if d.value is None else d.value + b + e for d, b, e in zip(data.shape, begins, ends)]
     if any(padded[axis] is None or out_dims[axis] is None for axis in axes):
         raise ConversionError("Interpolate needs static input and output lengths on the resized axes")
-    nearest_mode = _nearest_mode(attrs, [(padded[axis], out_dims[axis]) for axis in axes])
+    lengths = [out_dims[axis] for axis in axes]
+    ir_axes = [_axis(attrs, padded[axis], out, scale, attrs["nearest_mode"])
+               for axis, out, scale in zip(axes, lengths, coordinate_scales(padded, axes, lengths,
+                                                                            given if scales_mode else None))]
+    calc, nearest_mode = _onnx_reading(attrs, ir_axes, scales_mode)
     source = context.input(layer, 0)
     if any(begins) or any(ends):
         if any(p < 0 for p in begins + ends):
@@ -58,34 +64,55 @@ def interpolate(context: Context, layer: Layer) -> None:
                     "nearest_mode": nearest_mode, "cubic_coeff_a": float(attrs["cube_coeff"])}
     if has_attribute("Resize", context.opset, "axes"):
         resize_attrs["axes"] = list(axes)
-        sizes = [out_dims[axis] for axis in axes]
-    elif None in out_dims:
+        chosen = list(range(len(axes)))
+        targets = [(ir_axis.scale, ir_axis.output) for ir_axis in ir_axes]
+    elif calc == "sizes" and None in out_dims:
         raise ConversionError(f"Resize before opset 18 takes sizes for every axis, which needs static output dims, "
                               f"got {out_dims}")
     else:
-        sizes = out_dims
+        chosen = list(range(rank))
+        targets = [(1.0, out_dims[axis]) for axis in range(rank)]
+        for axis, ir_axis in zip(axes, ir_axes):
+            targets[axis] = (ir_axis.scale, ir_axis.output)
     empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
-    inputs = [source, empty, empty, context.int64s(sizes, f"{layer.name}/sizes")]
+    if calc == "scales":
+        scales = context.initializer(np.array([targets[i][0] for i in chosen], np.float32), f"{layer.name}/scales")
+        inputs = [source, empty, scales]
+    else:
+        inputs = [source, empty, empty, context.int64s([targets[i][1] for i in chosen], f"{layer.name}/sizes")]
     context.node_into("Resize", inputs, [context.name_output(layer, 0)], layer.name, **resize_attrs)
 
 
-def _nearest_mode(attrs: dict, lengths: list[tuple[int, int]]) -> str:
-    """The Resize nearest mode that samples every resized axis as the layer does (simple: floor or ceil)."""
+def _axis(attrs: dict, length: int, out: int, scale: float, nearest: str) -> AxisResize:
+    return AxisResize(length, out, scale, attrs["coordinate_transformation_mode"], _ONNX_MODES[attrs["mode"]],
+                      nearest, attrs["cube_coeff"])
+
+
+def _onnx_reading(attrs: dict, ir_axes: list[AxisResize], scales_mode: bool) -> tuple[str, str]:
+    """(scales or sizes, nearest mode) of a Resize that samples every axis as the layer does. Resize divides by the
+    scales it is given, or by output / input for sizes; nearest mode simple (ceil when shrinking, else truncation)
+    is whichever of Resize's modes picks the same sources."""
     mode = attrs["nearest_mode"]
     candidates = [m for m in NEAREST_MODES if m != "simple"] if mode == "simple" else [mode]
-    for candidate in candidates:
-        if all(_axis_agrees(attrs, mode, candidate, length, out) for length, out in lengths):
-            return candidate
+    for calc in ("scales", "sizes") if scales_mode else ("sizes",):
+        for nearest in candidates:
+            if all(_onnx_agrees(ir_axis, calc, nearest) for ir_axis in ir_axes):
+                return calc, nearest
     raise ConversionError(f"Interpolate ({attrs['mode']}, {attrs['coordinate_transformation_mode']}, nearest mode "
-                          f"{mode}) samples differently from every ONNX Resize on lengths {lengths}")
+                          f"{mode}) samples differently from every ONNX Resize on lengths "
+                          f"{[(a.length, a.output) for a in ir_axes]}")
 
 
-def _axis_agrees(attrs: dict, ir_nearest: str, onnx_nearest: str, length: int, out: int) -> bool:
-    sampling = _ONNX_MODES[attrs["mode"]]     # Resize's mode names are the kernel's sampling names
-    scale = float(np.float32(out) / np.float32(length)) if length else 1.0
-    common = (length, out, scale, attrs["coordinate_transformation_mode"], sampling)
-    return length > 0 and same_sampling(AxisResize(*common, onnx_nearest, attrs["cube_coeff"]),
-                                        AxisResize(*common, ir_nearest, attrs["cube_coeff"]))
+def _onnx_agrees(ir_axis: AxisResize, calc: str, nearest: str) -> bool:
+    if ir_axis.length == 0:
+        return False
+    if calc == "scales":
+        output, scale = int(np.float32(ir_axis.scale) * np.float32(ir_axis.length)), ir_axis.scale
+    else:
+        output, scale = ir_axis.output, float(np.float32(ir_axis.output) / np.float32(ir_axis.length))
+    onnx_axis = AxisResize(ir_axis.length, output, scale, ir_axis.coordinate_mode, ir_axis.sampling, nearest,
+                           ir_axis.cubic_a)
+    return same_sampling(onnx_axis, ir_axis)
 
 
 CONVERTERS = {"Interpolate": interpolate}

@@ -1,12 +1,14 @@
 """ONNX Resize and Upsample -> IR Interpolate-11 (ir/ops/resize.py), what OpenVINO's own frontend writes.
 
 mode nearest, linear and cubic are Interpolate's nearest, linear_onnx and cubic; the coordinate transformation and
-nearest modes keep their names (Resize-10 and Upsample: asymmetric, and nearest mode simple). The layer is written
-in sizes mode with the output lengths poolir computes (runtime.onnx_ops.resize), on the resized axes only.
+nearest modes keep their names (Resize-10 and Upsample: asymmetric, and nearest mode simple). The layer resizes the
+resized axes only (an axes input), in scales mode with the model's scales where OpenVINO's length rule gives the
+lengths onnxruntime's gives, else in sizes mode with the lengths poolir computes (runtime.onnx_ops.resize).
 
-The two worlds compute coordinates differently (runtime.kernels.resize): OpenVINO always divides by
-output / input, onnxruntime by the scale the model gives, and align_corners and same-length axes differ too. So the
-converter works out every resized axis in both worlds and refuses the node where they would sample differently
+The two worlds compute lengths and coordinates differently (runtime.kernels.resize, ir/ops/resize.py): OpenVINO's
+sizes mode divides by output / input where onnxruntime divides by the model's scale, its scales mode adds 1e-6 to
+the scale before truncating a length, and align_corners and same-length axes differ too. So the converter works out
+every resized axis in both worlds and refuses the node where they would sample differently
 (a nearest source that moves, a coordinate beyond a few ulps): that needs static lengths on the resized axes and
 known scales or sizes. Not convertible: tf_crop_and_resize and half_pixel_symmetric (Interpolate has no such
 mode), exclude_outside = 1 (Interpolate's cubic always clamps).
@@ -18,6 +20,7 @@ import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
+from poolir.ir.ops.resize import output_lengths
 from poolir.runtime.kernels.resize import AxisResize, same_sampling
 from poolir.runtime.onnx_ops.resize import axis_plans, resize_settings
 
@@ -56,22 +59,44 @@ def resize(node: OnnxNode) -> list[Value]:
         plans = axis_plans(settings, static, *values)
     except UsageError as error:
         raise InvalidModelError(error.problem) from None
-    if not plans:
-        return [x]
-    for axis, plan in plans:
-        ir_plan = AxisResize(plan.length, plan.output, float(np.float32(plan.output) / np.float32(plan.length)),
-                             plan.coordinate_mode, plan.sampling, plan.nearest_mode, plan.cubic_a)
-        if plan.length == 0 or not same_sampling(plan, ir_plan):
-            raise ConversionError(f"axis {axis} ({plan.length} -> {plan.output}, {plan.coordinate_mode}) samples "
-                                  "differently in OpenVINO's Interpolate (it reads at output / input, not at the "
-                                  "model's scale)")
-    ir_attrs = {"mode": _IR_MODES[settings.sampling], "shape_calculation_mode": "sizes",
+    if all(plan.output == plan.length for _, plan in plans):
+        return [x]      # onnxruntime copies an input whose shape the Resize keeps (runtime.kernels.resize)
+    ir_calc = _ir_calculation(plans, values[1] is not None and np.size(values[1]) > 0)
+    ir_attrs = {"mode": _IR_MODES[settings.sampling], "shape_calculation_mode": ir_calc,
                 "coordinate_transformation_mode": settings.coordinate_mode, "nearest_mode": settings.nearest_mode,
                 "antialias": False, "pads_begin": (0,) * len(shape), "pads_end": (0,) * len(shape),
                 "cube_coeff": settings.cubic_a}
-    sizes_ref = Value(node.const(np.array([plan.output for _, plan in plans], np.int64)), "i64", (len(plans),))
+    if ir_calc == "scales":
+        target = Value(node.const(np.array([plan.scale for _, plan in plans], np.float32)), "f32", (len(plans),))
+    else:
+        target = Value(node.const(np.array([plan.output for _, plan in plans], np.int64)), "i64", (len(plans),))
     axes_ref = Value(node.const(np.array([axis for axis, _ in plans], np.int64)), "i64", (len(plans),))
-    return node.layer("Interpolate", [x, sizes_ref, axes_ref], ir_attrs, name=node.name, newest=True)
+    return node.layer("Interpolate", [x, target, axes_ref], ir_attrs, name=node.name, newest=True)
+
+
+def _ir_calculation(plans, by_scales: bool) -> str:
+    """Interpolate's shape_calculation_mode that samples every axis as the node does: scales (read at the model's
+    scale, when it gave scales and OpenVINO's length rule gives the same lengths), else sizes (read at
+    output / input); ConversionError naming the axis when neither does."""
+    for calc in ("scales", "sizes") if by_scales else ("sizes",):
+        if all(_samples_alike(plan, calc) for _, plan in plans):
+            return calc
+    axis, plan = next((axis, plan) for axis, plan in plans if not _samples_alike(plan, "sizes"))
+    raise ConversionError(f"axis {axis} ({plan.length} -> {plan.output}, {plan.coordinate_mode}) samples differently "
+                          "in OpenVINO's Interpolate (its coordinate and length rules differ from onnxruntime's)")
+
+
+def _samples_alike(plan: AxisResize, calc: str) -> bool:
+    if plan.length == 0:
+        return False
+    if calc == "scales":
+        (output,) = output_lengths([plan.length], [0], [plan.scale], None)
+        scale = plan.scale
+    else:
+        output, scale = plan.output, float(np.float32(plan.output) / np.float32(plan.length))
+    ir_plan = AxisResize(plan.length, output, scale, plan.coordinate_mode, plan.sampling, plan.nearest_mode,
+                         plan.cubic_a)
+    return same_sampling(plan, ir_plan)
 
 
 CONVERTERS = {"Resize": resize, "Upsample": resize}

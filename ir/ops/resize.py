@@ -4,8 +4,10 @@ Interpolate-4 takes (data, sizes, scales[, axes]) and shape_calculation_mode say
 read; Interpolate-11 takes (data, scales_or_sizes[, axes]), scales when that input is floating. The data is first
 zero-padded by pads_begin / pads_end (shorter than the rank: the rest are 0). Without axes every axis is resized.
 An axis's output length is its size, or trunc(float32(padded length) * (float32(scale) + 1e-6)) (OpenVINO's shape
-inference; the epsilon makes 3 * 0.3333333 one element, not zero). Either way the coordinates then use
-scale = output / padded length, as OpenVINO's CPU plugin does (a scale of 1.3 on 2 elements reads at o / 1.5).
+inference; the epsilon makes 3 * 0.3333333 one element, not zero). The coordinates divide by the given scale in
+scales mode and by output / padded length in sizes mode (OpenVINO's CPU plugin: 2 elements by scale 1.7 are 3, read
+at (o + 0.5) / 1.7 - 0.5, where sizes [3] read at (o + 0.5) / 1.5 - 0.5), and an axis whose length or scale the layer
+keeps is read at o.
 
 poolir executes modes nearest, linear_onnx and cubic, with the coordinate transformation modes OpenVINO's spec
 names; OpenVINO's own linear (a triangle filter) and the pillow modes, and antialias, are refused at run time.
@@ -133,5 +135,13 @@ def infer_interpolate(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo
     return [TensorInfo(data.element_type, tuple(dims))]
 
 
+def coordinate_scales(padded: list[int], axes: list[int], lengths: list[int], scales) -> list[float]:
+    """The float32 scale every resized axis's coordinates divide by (module docstring)."""
+    if scales is not None:
+        return [float(np.float32(f)) for f in np.ravel(scales)]
+    return [float(np.float32(out) / np.float32(padded[axis])) if padded[axis] else 1.0
+            for axis, out in zip(axes, lengths)]
+
+
 __all__ = ["EXECUTED_MODES", "INTERPOLATE_MODES", "IR_COORDINATE_MODES", "IR_NEAREST_MODES", "SCHEMA_ROWS",
-           "SHAPE_RULES", "operands", "output_lengths", "padded_lengths", "pads", "resized_axes"]
+           "SHAPE_RULES", "coordinate_scales", "operands", "output_lengths", "padded_lengths", "pads", "resized_axes"]

@@ -1,12 +1,13 @@
 """IR Interpolate-4 and Interpolate-11 (ir/ops/resize.py) onto runtime.kernels.resize, OpenVINO's CPU plugin's
-formulas (world "ir"): the data is zero-padded first, and every resized axis reads at scale = output / padded."""
+formulas (world "ir"): the data is zero-padded first, then every resized axis is read at the given scale (scales
+mode) or at output / padded length (sizes mode)."""
 
 from __future__ import annotations
 
-import numpy as np
+
 
 from poolir.ir.errors import InvalidModelError, UnsupportedError
-from poolir.ir.ops.resize import (EXECUTED_MODES, operands, output_lengths, padded_lengths, pads,
+from poolir.ir.ops.resize import (EXECUTED_MODES, coordinate_scales, operands, output_lengths, padded_lengths, pads,
                                   resized_axes)
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
 from poolir.runtime.kernels import movement, resize
@@ -35,11 +36,10 @@ def _interpolate(info: LayerInfo) -> LayerFn:
             x = movement.pad(x, *pads(layer, x.ndim), "constant", 0)
         lengths = output_lengths(padded, chosen, scales, sizes)
         plans = []
-        for axis, out in zip(chosen, lengths):
+        for axis, out, scale in zip(chosen, lengths, coordinate_scales(padded, chosen, lengths, scales)):
             length = x.shape[axis]
             if length == 0 and out != 0:
                 raise InvalidModelError(f"an axis of length 0 cannot be resized to {out}")
-            scale = float(np.float32(out) / np.float32(length)) if length else 1.0
             plans.append((axis, resize.AxisResize(length, out, scale, attrs["coordinate_transformation_mode"],
                                                   _SAMPLING[attrs["mode"]], attrs["nearest_mode"],
                                                   attrs["cube_coeff"])))

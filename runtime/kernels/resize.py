@@ -9,8 +9,9 @@ is in (`world`: "onnx" follows onnxruntime's upsamplebase.h, "ir" follows OpenVI
 differ where it matters: a nearest source index is a rounding of x(o), and one ulp of x(o) on a .5 or an integer
 flips it. The two worlds differ in
 - align_corners: onnxruntime computes o * (in - 1) / (out - 1), OpenVINO o * ((in - 1) / (out - 1));
-- an axis of the same length (or scale 1): OpenVINO maps o to o whatever the mode, onnxruntime only for linear and
-  cubic with scale exactly 1 (its nearest and tf_crop_and_resize use the transform).
+- an axis kept as it is: OpenVINO maps o to o when the scale is 1 or the length stays, onnxruntime when the scale
+  is exactly 1 (tf_half_pixel_for_nn would read channel c at c + 0.5), and it copies the input when the whole
+  output shape is the input's (2 elements by scale 1.3 stay [5, 7], where the formula reads sources 0, 0).
 Values are combined in float32 (float64 for float64 input), so linear and cubic results agree with both engines to
 the few ulps their own summation order explains; nearest copies elements and is exact.
 """
@@ -56,7 +57,7 @@ def source_coordinates(axis: AxisResize, world: str) -> np.ndarray:
     mode = axis.coordinate_mode
     if world == "ir" and (axis.scale == 1.0 or axis.length == axis.output):
         return o
-    if world == "onnx" and axis.sampling != "nearest" and axis.scale == 1.0 and mode != "tf_crop_and_resize":
+    if world == "onnx" and axis.scale == 1.0:
         return o
     half = _F32(0.5)
     if mode == "asymmetric":
@@ -150,6 +151,8 @@ def resize(x: np.ndarray, axes: Sequence[tuple[int, AxisResize]], world: str, ex
     for axis, plan in axes:
         shape[axis] = plan.output
     check_allocation(shape, x.itemsize, "the resized output")
+    if world == "onnx" and list(x.shape) == shape:
+        return x.copy()
     acc = np.float64 if x.dtype == np.float64 else _F32
     sampled = any(plan.sampling != "nearest" for _, plan in axes)
     if sampled and x.dtype.kind not in "fV":   # bfloat16 is kind V in numpy

@@ -78,7 +78,8 @@ def resize_settings(version: OnnxOpVersion, attrs: dict) -> ResizeSettings:
         raise UnsupportedError("anti-aliased resizing (antialias = 1) is not supported")
     policy = attrs.get("keep_aspect_ratio_policy", "stretch")
     if policy not in ASPECT_POLICIES:
-        raise UsageError(f"attribute 'keep_aspect_ratio_policy' = {policy!r} is not one of {', '.join(ASPECT_POLICIES)}")
+        raise UsageError(f"attribute 'keep_aspect_ratio_policy' = {policy!r} is not one of "
+                         f"{', '.join(ASPECT_POLICIES)}")
     axes = attrs.get("axes")
     return ResizeSettings(mode, coordinate_mode, nearest_mode, attrs.get("cubic_coeff_a", -0.75), exclude_outside,
                           attrs.get("extrapolation_value", 0.0), policy, None if axes is None else tuple(axes),

@@ -204,7 +204,8 @@ CASES: dict[str, Build] = {
                                           {"num_groups": 2, "epsilon": 1e-5}),
     "Interpolate-4 scales, pads": lambda b: b.add("Interpolate", "opset4", [
         _x(b, (-1, 3, 5, 7)), b.const(i64(1, 1)), b.const(np.array([0.3333333, 2.5], np.float32)), b.const(i64(2, 3))],
-        {"mode": "linear_onnx", "shape_calculation_mode": "scales", "pads_begin": (0, 0, 1, 0), "pads_end": (0, 0, 0, 2)}),
+        {"mode": "linear_onnx", "shape_calculation_mode": "scales", "pads_begin": (0, 0, 1, 0),
+         "pads_end": (0, 0, 0, 2)}),
     "Interpolate-11 sizes": lambda b: b.add("Interpolate", "opset11", [_x(b, (-1, 3, 5, 7)), b.const(i64(9, 2)),
                                                                        b.const(i64(3, 1))],
                                             {"mode": "nearest", "shape_calculation_mode": "sizes"}),
