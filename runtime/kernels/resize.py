@@ -171,7 +171,8 @@ def resize(x: np.ndarray, axes: Sequence[tuple[int, AxisResize]], world: str, ex
             continue
         along_axis = (1,) * axis + (plan.output,) + (1,) * (y.ndim - axis - 1)
         total = None
-        for tap in range(indices.shape[1]):
+        taps = indices.shape[1]                  # 2 (linear) or 4 (cubic)
+        for tap in range(taps):
             term = np.take(y, indices[:, tap], axis=axis)
             term *= weights[:, tap].astype(acc).reshape(along_axis)
             total = term if total is None else np.add(total, term, out=total)
