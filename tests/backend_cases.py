@@ -32,3 +32,15 @@ def at_opset(case, opset: int) -> onnx.ModelProto:
     model = onnx.ModelProto.FromString(case.model.SerializeToString())
     model.opset_import[0].version = opset
     return model
+
+
+def accepting_versions(case) -> list:
+    """The op version rows (runtime.onnx_ops.OP_VERSIONS) that have every attribute the case's node sets and whose
+    element types allow its first input: the opsets its model can be stamped with (at_opset)."""
+    from poolir.runtime.onnx_ops import OP_VERSIONS
+
+    node = case.model.graph.node[0]
+    used = {attribute.name for attribute in node.attribute}
+    dtype = next(iter(feeds_of(case).values())).dtype
+    return [version for version in OP_VERSIONS[node.op_type]
+            if used <= set(version.attributes) and (version.dtypes is None or dtype in version.dtypes)]

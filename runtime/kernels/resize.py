@@ -161,9 +161,9 @@ def resize(x: np.ndarray, axes: Sequence[tuple[int, AxisResize]], world: str, ex
     y = x.astype(acc) if sampled else x
     masks = []
     for axis, plan in axes:
-        if plan.sampling == "nearest" and plan.output == plan.length and _maps_to_itself(plan, world):
-            continue
         indices, weights, outside = axis_taps(plan, world)
+        if weights is None and not outside.any() and np.array_equal(indices[:, 0], np.arange(plan.length)):
+            continue        # a nearest axis read at o: no copy. Linear and cubic axes never skip: 0 * inf is NaN.
         if plan.coordinate_mode == "tf_crop_and_resize" and outside.any():
             masks.append((axis, outside))
         if weights is None:
@@ -177,12 +177,11 @@ def resize(x: np.ndarray, axes: Sequence[tuple[int, AxisResize]], world: str, ex
             term *= weights[:, tap].astype(acc).reshape(along_axis)
             total = term if total is None else np.add(total, term, out=total)
         y = total
+    if y is x:
+        return x.copy()     # every axis skipped: the result is still a tensor of its own
     y = y if y.dtype == x.dtype else y.astype(x.dtype)
-    if masks:
-        y = np.array(y, copy=True)
-        for axis, outside in masks:
-            index = (slice(None),) * axis + (outside,)
-            y[index] = extrapolation
+    for axis, outside in masks:     # y is a fresh array here
+        y[(slice(None),) * axis + (outside,)] = extrapolation
     return y
 
 
@@ -196,13 +195,6 @@ def same_sampling(onnx_axis: AxisResize, ir_axis: AxisResize) -> bool:
         return np.array_equal(axis_taps(onnx_axis, "onnx")[0], axis_taps(ir_axis, "ir")[0])
     onnx_x, ir_x = source_coordinates(onnx_axis, "onnx"), source_coordinates(ir_axis, "ir")
     return bool(np.allclose(onnx_x, ir_x, rtol=4e-7, atol=4e-7 * max(1, onnx_axis.length)))
-
-
-def _maps_to_itself(plan: AxisResize, world: str) -> bool:
-    """Whether a nearest axis reads every o from o (then it is skipped: the same elements, no copy). Linear and
-    cubic axes are never skipped: their zero weights make 0 * inf = NaN beside an infinity, as in both engines."""
-    indices, _, outside = axis_taps(plan, world)
-    return not outside.any() and np.array_equal(indices[:, 0], np.arange(plan.output))
 
 
 __all__ = ["AxisResize", "COORDINATE_MODES", "NEAREST_MODES", "SAMPLINGS", "axis_taps", "nearest_sources", "resize",

@@ -15,8 +15,7 @@ from onnx import helper
 from poolir import ir, runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.errors import PoolirError
-from poolir.runtime.onnx_ops import OP_VERSIONS
-from tests.backend_cases import at_opset, feeds_of, node_cases
+from tests.backend_cases import accepting_versions, at_opset, feeds_of, node_cases
 from tests.peers import onnxruntime_run, openvino_run_xml
 from tests.runtime.ir_cases import assert_matches_openvino, single_layer_ir
 
@@ -33,14 +32,10 @@ def test_every_generator_case_is_collected():
 @pytest.mark.parametrize("name", sorted(BACKEND_CASES))
 def test_onnx_backend_case_at_every_opset_that_accepts_it(name):
     case = BACKEND_CASES[name]
-    node = case.model.graph.node[0]
     _, outputs = case.data_sets[0]
     feeds = feeds_of(case)
-    used = {attribute.name for attribute in node.attribute}
     ran = 0
-    for version in OP_VERSIONS[node.op_type]:
-        if not used <= set(version.attributes):
-            continue
+    for version in accepting_versions(case):
         result = runtime.run(at_opset(case, version.since), feeds)
         np.testing.assert_array_equal(result[case.model.graph.output[0].name], outputs[0])
         ran += 1

@@ -16,8 +16,7 @@ from openvino.utils.node_factory import NodeFactory
 from poolir import ir, runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.errors import ConversionError, PoolirError, UnsupportedError
-from poolir.runtime.onnx_ops import OP_VERSIONS
-from tests.backend_cases import at_opset, feeds_of, node_cases
+from tests.backend_cases import accepting_versions, at_opset, feeds_of, node_cases
 from tests.peers import onnxruntime_run, openvino_run_xml
 from tests.runtime.ir_cases import assert_matches_openvino, single_layer_ir
 
@@ -44,11 +43,12 @@ def test_onnx_backend_case_at_every_opset_that_accepts_it(name):
         with pytest.raises(UnsupportedError, match="antialias"):
             runtime.run(case.model, feeds)
         return
-    used = {attribute.name for attribute in node.attribute}
     opset = case.model.opset_import[0].version
+    nearest = helper.get_attribute_value(next(a for a in node.attribute if a.name == "mode")) == b"nearest" \
+        if any(a.name == "mode" for a in node.attribute) else True
     ran = 0
-    for version in OP_VERSIONS[node.op_type]:
-        if not used <= set(version.attributes) or (version.since < 11) != (opset < 11) or version.since > 19:
+    for version in accepting_versions(case):
+        if (version.since < 11) != (opset < 11) or version.since > 19:
             continue
         if version.op_type == "Upsample" and version.since < 9 <= opset:   # scales became an input in 9
             continue
@@ -57,8 +57,7 @@ def test_onnx_backend_case_at_every_opset_that_accepts_it(name):
         got = runtime.run(at_opset(case, version.since), feeds)[case.model.graph.output[0].name]
         want = onnxruntime_run(case.model, feeds)["Y"] if name in FRACTIONAL_ALIGN_CORNERS else outputs[0]
         assert got.shape == want.shape
-        if node.attribute and helper.get_attribute_value(next(a for a in node.attribute if a.name == "mode")) == \
-                b"nearest" or "mode" not in used:
+        if nearest:
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-5)
