@@ -66,6 +66,7 @@ class GraphBuilder:
         self._names: set[str] = set()
         self._tensor_names: set[str] = set()  # names given by name_tensor
         self._shape_sources: dict[OutputRef, OutputRef] = {}  # a ShapeOf's output -> the tensor it measures
+        self._sources: list[tuple[OutputRef, ...]] = []  # per layer id: the outputs feeding its inputs, in order
 
     # -- layers ---------------------------------------------------------------------------------
 
@@ -122,6 +123,10 @@ class GraphBuilder:
         """The tensor whose dims `ref` holds, when `ref` is the output of a ShapeOf layer; else None."""
         return self._shape_sources.get(ref)
 
+    def producer(self, ref: OutputRef) -> tuple[Layer, list[OutputRef]]:
+        """The layer whose output `ref` is, and the outputs feeding its inputs in port order (read-only use)."""
+        return self._layer(ref.layer_id), list(self._sources[ref.layer_id])
+
     def tensor_names(self, ref: OutputRef) -> tuple[str, ...]:
         """The tensor names an output port carries so far."""
         return self._port(ref).names
@@ -174,6 +179,7 @@ class GraphBuilder:
             raise error.located(where=where) from None
         layer.outputs = [Port(len(inputs) + index) for index in range(len(infos))]
         self._layers.append(layer)
+        self._sources.append(tuple(inputs))
         self._names.add(name)
         for port, ref in zip(layer.inputs, inputs):
             self._edges.append(Edge(ref.layer_id, ref.port_id, layer_id, port.id))

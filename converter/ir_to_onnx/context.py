@@ -104,6 +104,19 @@ class Context:
         readers = self.consumers.get((layer.id, layer.outputs[0].id), [])
         return self.by_id[readers[0][0]] if len(readers) == 1 else None
 
+    def info(self, ref: tuple[int, int]) -> TensorInfo:
+        """The inferred type, dims and value of IR output `ref` (layer id, port id)."""
+        return self.inference.outputs[ref]
+
+    def producer(self, ref: tuple[int, int]) -> tuple[Layer, list[tuple[int, int]]]:
+        """The layer computing output `ref` and the outputs feeding its inputs, in port order."""
+        layer = self.by_id[ref[0]]
+        return layer, [self.producers[(layer.id, port.id)] for port in layer.inputs]
+
+    def input_ref(self, layer: Layer, index: int) -> tuple[int, int]:
+        """The IR output feeding input `index` of `layer`."""
+        return self.producers[(layer.id, layer.inputs[index].id)]
+
     def constant(self, layer: Layer, index: int) -> np.ndarray | None:
         """The value of input `index` when inference knows it (a Const or folded shape arithmetic)."""
         return self.input_info(layer, index).value

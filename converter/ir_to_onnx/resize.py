@@ -17,6 +17,7 @@ import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
+from poolir.converter.shape_elements import DimOf, shape_elements
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.ops.resize import coordinate_scales, pads, resized_axes
@@ -39,16 +40,29 @@ def interpolate(context: Context, layer: Layer) -> None:
     axes_index = 2 if layer.opset >= 11 else 3
     given = context.constant(layer, target)
     axes_value = context.constant(layer, axes_index) if len(layer.inputs) > axes_index else None
-    if given is None or (len(layer.inputs) > axes_index and axes_value is None):
-        raise ConversionError("Interpolate needs constant scales or sizes and axes")
     scales_mode = attrs["shape_calculation_mode"] == "scales"
+    if given is None and not scales_mode and (axes_value is not None or len(layer.inputs) <= axes_index):
+        given = _sizes_of_kept_axes(context, layer, target, axes_value, rank)
+    if given is None or (len(layer.inputs) > axes_index and axes_value is None):
+        raise ConversionError("Interpolate needs constant scales or sizes and axes (or sizes that are the input's own "
+                              "dims on the axes it keeps)")
     axes = resized_axes(layer, rank, given if scales_mode else None, None if scales_mode else given, axes_value)
     begins, ends = pads(layer, rank)
+    # An axis of dynamic length that the layer keeps whatever that length is (scale exactly 1, or the size the input's
+    # own dim, unpadded) is left out of the Resize: OpenVINO and onnxruntime both copy it (runtime.kernels.resize).
+    kept = {axis for axis, value in zip(axes, np.ravel(given)) if data.shape[axis].value is None
+            and not begins[axis] and not ends[axis] and (value == 1 if scales_mode else value == -1)}
+    if kept:
+        given = np.array([value for axis, value in zip(axes, np.ravel(given)) if axis not in kept], given.dtype)
+        axes = [axis for axis in axes if axis not in kept]
     out_dims = [d.value for d in context.output_info(layer, 0).shape]
     padded = [None if d.value is None else d.value + b + e for d, b, e in zip(data.shape, begins, ends)]
-    if any(padded[axis] is None or out_dims[axis] is None for axis in axes):
+    lengths = [out_dims[axis] for axis in axes] if scales_mode else [int(v) for v in np.ravel(given)]
+    if any(padded[axis] is None for axis in axes) or None in lengths:
         raise ConversionError("Interpolate needs static input and output lengths on the resized axes")
-    lengths = [out_dims[axis] for axis in axes]
+    if not axes:
+        context.node_into("Identity", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name)
+        return
     ir_axes = [_axis(attrs, padded[axis], out, scale, attrs["nearest_mode"])
                for axis, out, scale in zip(axes, lengths, coordinate_scales(padded, axes, lengths,
                                                                             given if scales_mode else None))]
@@ -81,6 +95,25 @@ def interpolate(context: Context, layer: Layer) -> None:
     else:
         inputs = [source, empty, empty, context.int64s([targets[i][1] for i in chosen], f"{layer.name}/sizes")]
     context.node_into("Resize", inputs, [context.name_output(layer, 0)], layer.name, **resize_attrs)
+
+
+def _sizes_of_kept_axes(context: Context, layer: Layer, target: int, axes_value, rank: int) -> np.ndarray | None:
+    """The sizes input as numbers when it is computed from the data's shape (OpenVINO's ONNX frontend keeps
+    PyTorch's Concat(Slice(ShapeOf(x), 0, 2), [h, w]) for a dynamic batch): each element a constant, or -1 where it
+    is the data's own dim on its own axis. None when some element is neither."""
+    elements = shape_elements(context, context.input_ref(layer, target))
+    axes = list(range(rank)) if axes_value is None else [int(a) for a in np.ravel(axes_value)]
+    if elements is None or len(elements) != len(axes):
+        return None
+    data = context.input_ref(layer, 0)
+    numbers = []
+    for axis, element in zip(axes, elements):
+        if isinstance(element, DimOf):
+            if element.source != data or element.axis != axis:
+                return None
+            element = -1
+        numbers.append(element)
+    return np.array(numbers, np.int64)
 
 
 def _axis(attrs: dict, length: int, out: int, scale: float, nearest: str) -> AxisResize:

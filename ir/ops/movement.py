@@ -18,7 +18,7 @@ from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.model import Dim, Layer, shape_str, static_shape
 from poolir.ir.registry import ShapeRules
 from poolir.ir.shapes import (TensorInfo, axes_of, broadcast_shapes, dynamic_shape, folded, info_of_value,
-                              normalize_axis, scalar_int, static_length, static_values)
+                              MAX_FOLDED_ELEMENTS, normalize_axis, scalar_int, static_length, static_values)
 
 PAD_MODES = ("constant", "edge", "reflect", "symmetric")
 
@@ -289,13 +289,23 @@ def infer_broadcast(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
         raise InvalidModelError(f"the Broadcast target shape {np.ravel(target.value).tolist()} holds a negative value")
     requested = static_shape(np.ravel(target.value))
     if mode == "bidirectional":
-        return [TensorInfo(data.element_type, broadcast_shapes(data.shape, requested))]
+        return [_broadcast_value(data, broadcast_shapes(data.shape, requested))]
     if mode == "numpy":
         if len(data.shape) > len(requested) or broadcast_shapes(data.shape, requested) != requested:
             raise InvalidModelError(f"{shape_str(data.shape)} does not broadcast to {shape_str(requested)}")
-    elif len(inputs) != 3:
+        return [_broadcast_value(data, requested)]
+    if len(inputs) != 3:
         raise InvalidModelError("Broadcast mode explicit needs the axes_mapping input")
     return [TensorInfo(data.element_type, requested)]
+
+
+def _broadcast_value(data: TensorInfo, shape) -> TensorInfo:
+    """The broadcast value when the data's is known and the result small (OpenVINO's ONNX frontend writes a Slice
+    step as Broadcast([1], ShapeOf(start)): its value keeps the Slice's length known)."""
+    dims = static_values(shape)
+    if data.value is None or dims is None or math.prod(dims) > MAX_FOLDED_ELEMENTS:
+        return TensorInfo(data.element_type, shape)
+    return folded(data.element_type, shape, np.broadcast_to(data.value, dims))
 
 
 def _check_pad_mode_extent(mode: str, shape: tuple, begin: list[int], end: list[int]) -> None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from poolir.ir.attributes import BOOL, FLOAT, INTS, STR, Attr, OpVersion
 from poolir.ir.element_types import is_integer
-from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.ir.errors import InvalidModelError
 from poolir.ir.model import Dim, Layer, shape_str
 from poolir.ir.registry import ShapeRules
 from poolir.ir.shapes import TensorInfo
@@ -120,8 +120,9 @@ def infer_interpolate(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo
         count = given.shape[0].value if len(given.shape) == 1 else None
         if axes is None and count is not None and count != rank:
             raise InvalidModelError(f"{count} scales or sizes for data {shape_str(data.shape)}")
-        if axes is None and count is None:
-            raise UnsupportedError("Interpolate with scales or sizes of unknown length")
+        # Without axes there is one scale or size per axis (checked when the run knows them); OpenVINO's ONNX
+        # frontend writes such sizes for a dynamic batch (Concat(Slice(ShapeOf(x), 0, 2), [h, w]) with a computed
+        # step), and so does any exporter that slices a shape with run-time bounds.
         return [TensorInfo(data.element_type, tuple(Dim.dynamic() for _ in data.shape))]
     chosen = resized_axes(layer, rank, None if scales is None else scales.value, None if sizes is None else sizes.value,
                           None if axes is None else axes.value)

@@ -42,6 +42,8 @@ IR_LAYERS = frozenset({
     # the U-Net's: ConvTranspose (grouped too), PixelShuffle, ELU, and GroupNorm's Shape(x)
     ("ConvolutionBackpropData", "opset1"), ("GroupConvolutionBackpropData", "opset1"), ("DepthToSpace", "opset1"),
     ("Elu", "opset1"), ("ShapeOf", "opset3"),
+    # the segmentation network's: Resize, SiLU (Sigmoid * x becomes Swish-4), and x.shape[-2:] for its last size
+    ("Interpolate", "opset11"), ("Swish", "opset4"), ("Gather", "opset8"),
 })
 # ... and what the model-zoo graphs add: AlexNet's, GoogLeNet's and ZFNet's LRN, and ShuffleNet v1's
 # Reshape-Transpose-Reshape, which OpenVINO recognises as a channel shuffle.

@@ -38,6 +38,7 @@ import onnx
 from tests.networks import layers as L
 from tests.networks.builder import STYLES, Net
 from tests.networks.convnext import convnext
+from tests.networks.segmentation import segmentation
 from tests.networks.unet import unet
 
 OPENVINO_DIVERGENT = ("openvino_avgpool_ceil", "openvino_maxpool_ceil")
@@ -245,7 +246,8 @@ def openvino_maxpool_ceil(style="torchscript", seed=0, folder=None):
 
 NETWORKS = {builder.__name__: builder for builder in (
     resnet_basic, resnet_bottleneck, inception, squeezenet, mobilenet_v3, shufflenet_v2, densenet, vgg_head,
-    lp_pool, adaptive_max_pool, openvino_avgpool_ceil, openvino_maxpool_ceil, convnext, unet)}
+    lp_pool, adaptive_max_pool, openvino_avgpool_ceil, openvino_maxpool_ceil, convnext, unet,
+    segmentation)}
 
 
 def build(name: str, style: str = "torchscript", seed: int = 0, folder=None):
