@@ -109,4 +109,20 @@ def _gathered(graph: IRGraph, batch_dims: int, inputs: list, depth: int):
     return [data[i] for i in indices]
 
 
-__all__ = ["DimOf", "shape_elements"]
+def own_dims_marked(graph: IRGraph, ref: Any, source: Hashable, axes: list[int]) -> np.ndarray | None:
+    """The vector `ref` holding one value per axis of `axes` (a Resize's sizes) as numbers, -1 where the element is
+    `source`'s own dim on that same axis; None when some element is neither a number nor that."""
+    elements = shape_elements(graph, ref)
+    if elements is None or len(elements) != len(axes):
+        return None
+    numbers = []
+    for axis, element in zip(axes, elements):
+        if isinstance(element, DimOf):
+            if element.source != source or element.axis != axis:
+                return None
+            element = -1
+        numbers.append(element)
+    return np.array(numbers, np.int64)
+
+
+__all__ = ["DimOf", "own_dims_marked", "shape_elements"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
-from poolir.converter.shape_elements import DimOf, shape_elements
+from poolir.converter.shape_elements import own_dims_marked
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.ops.resize import coordinate_scales, pads, resized_axes
@@ -42,7 +42,9 @@ def interpolate(context: Context, layer: Layer) -> None:
     axes_value = context.constant(layer, axes_index) if len(layer.inputs) > axes_index else None
     scales_mode = attrs["shape_calculation_mode"] == "scales"
     if given is None and not scales_mode and (axes_value is not None or len(layer.inputs) <= axes_index):
-        given = _sizes_of_kept_axes(context, layer, target, axes_value, rank)
+        # OpenVINO's frontend keeps PyTorch's Concat(Slice(ShapeOf(x), 0, 2), [h, w]): x's own dims marked -1
+        axes = list(range(rank)) if axes_value is None else [int(a) for a in np.ravel(axes_value)]
+        given = own_dims_marked(context, context.input_ref(layer, target), context.input_ref(layer, 0), axes)
     if given is None or (len(layer.inputs) > axes_index and axes_value is None):
         raise ConversionError("Interpolate needs constant scales or sizes and axes (or sizes that are the input's own "
                               "dims on the axes it keeps)")
@@ -95,25 +97,6 @@ def interpolate(context: Context, layer: Layer) -> None:
     else:
         inputs = [source, empty, empty, context.int64s([targets[i][1] for i in chosen], f"{layer.name}/sizes")]
     context.node_into("Resize", inputs, [context.name_output(layer, 0)], layer.name, **resize_attrs)
-
-
-def _sizes_of_kept_axes(context: Context, layer: Layer, target: int, axes_value, rank: int) -> np.ndarray | None:
-    """The sizes input as numbers when it is computed from the data's shape (OpenVINO's ONNX frontend keeps
-    PyTorch's Concat(Slice(ShapeOf(x), 0, 2), [h, w]) for a dynamic batch): each element a constant, or -1 where it
-    is the data's own dim on its own axis. None when some element is neither."""
-    elements = shape_elements(context, context.input_ref(layer, target))
-    axes = list(range(rank)) if axes_value is None else [int(a) for a in np.ravel(axes_value)]
-    if elements is None or len(elements) != len(axes):
-        return None
-    data = context.input_ref(layer, 0)
-    numbers = []
-    for axis, element in zip(axes, elements):
-        if isinstance(element, DimOf):
-            if element.source != data or element.axis != axis:
-                return None
-            element = -1
-        numbers.append(element)
-    return np.array(numbers, np.int64)
 
 
 def _axis(attrs: dict, length: int, out: int, scale: float, nearest: str) -> AxisResize:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
-from poolir.converter.shape_elements import DimOf, shape_elements
+from poolir.converter.shape_elements import own_dims_marked
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.ops.resize import output_lengths
 from poolir.runtime.kernels.resize import AxisResize, same_sampling
@@ -51,7 +51,9 @@ def resize(node: OnnxNode) -> list[Value]:
     shape = x.shape
     axes = list(range(len(shape))) if settings.axes is None else settings.axes
     if sizes is not None and values[2] is None:
-        values[2] = _sizes_of_kept_axes(node, x, sizes, axes, settings.policy)
+        # PyTorch's sizes on a dynamic batch, Concat(Slice(Shape(x), 0, 2), [h, w]): x's own dims marked -1
+        rank = len(shape)
+        values[2] = own_dims_marked(node.builder, sizes.ref, x.ref, [axis % rank for axis in axes])
     for value, given in zip(values[1:], (scales, sizes)):
         if given is not None and value is None:
             raise ConversionError("the scales and sizes of a Resize must be constants (or fold to constants, or be "
@@ -82,28 +84,11 @@ def resize(node: OnnxNode) -> list[Value]:
     return node.layer("Interpolate", [x, target, axes_ref], ir_attrs, name=node.name, newest=True)
 
 
-def _sizes_of_kept_axes(node: OnnxNode, x: Value, sizes: Value, axes: list[int], policy: str) -> np.ndarray | None:
-    """The sizes input as numbers when it is computed from x's shape (a dynamic batch: PyTorch's exporters write
-    Concat(Slice(Shape(x), 0, 2), [h, w])): every element a constant, or x's own dim on its own axis, which the
-    node keeps whatever its length (written as -1 here). None when some element is neither."""
-    elements = shape_elements(node.builder, sizes.ref)
-    if elements is None or len(elements) != len(axes) or policy != "stretch":
-        return None
-    rank = len(x.shape)
-    numbers = []
-    for axis, element in zip(axes, elements):
-        if isinstance(element, DimOf):
-            if element.source != x.ref or element.axis != axis % rank:
-                return None
-            element = -1
-        numbers.append(element)
-    return np.array(numbers, np.int64)
-
-
 def _kept_whatever_length(axes, scales, sizes, shape, policy: str) -> set[int]:
     """The axes of dynamic length that the node keeps whatever that length is: scale exactly 1 (onnxruntime reads
     such an axis at o, runtime.kernels.resize) or the size the input's own dim (-1 from _sizes_of_kept_axes; then
-    output / input is 1). The IR layer leaves them out of its axes, so its sampling never depends on them."""
+    output / input is 1; the size policy must be stretch). The IR layer leaves them out of its axes, so its sampling
+    never depends on them."""
     if scales is not None and np.size(scales) == len(axes):
         factors = np.asarray(scales, np.float32).reshape(-1)
         return {axis for axis, factor in zip(axes, factors) if factor == 1 and shape[axis] is None}
