@@ -29,6 +29,7 @@ _AXES = (1,)
 SHAPE_FROM_VALUES: dict[str, tuple[int, ...]] = {
     "ConstantOfShape": (0,), "Expand": (1,), "Pad": (1, 3), "Reshape": (1,), "Slice": (1, 2, 3, 4), "Split": (1,),
     "Squeeze": _AXES, "Unsqueeze": _AXES, "Tile": (1,),
+    "Resize": (1, 2, 3), "Upsample": (1,),  # scales and sizes (Resize-10 and Upsample-9: scales at 1)
     **{reduce: _AXES for reduce in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
                                     "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")},
 }

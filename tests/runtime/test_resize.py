@@ -304,3 +304,17 @@ def test_oversized_resize_is_refused_before_allocating():
     model = _resize_model(13, (1, 1, 2, 2), {"mode": "nearest"}, sizes=[1, 1, 2**20, 2**20])
     with pytest.raises(PoolirError, match="budget|elements"):
         runtime.run(model, {"x": np.zeros((1, 1, 2, 2), np.float32)})
+
+
+def test_a_resize_to_sizes_fed_at_run_time_gives_each_run_its_own_shape():
+    """A Shape read after a Resize whose sizes are a feed is recomputed on every run: the runtime's per-signature
+    cache of shape values (runtime/onnx_shape_values.py) must not keep the first run's [1, 1, 4, 4]."""
+    nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="nearest"),
+             helper.make_node("Shape", ["y"], ["out"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2]),
+                                           helper.make_tensor_value_info("sizes", TensorProto.INT64, [4])],
+                              [helper.make_tensor_value_info("out", TensorProto.INT64, [4])])
+    session = runtime.Session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    x = np.ones((1, 1, 2, 2), np.float32)
+    for sizes in ([1, 1, 4, 4], [1, 1, 6, 2], [1, 1, 4, 4]):
+        assert session.run({"x": x, "sizes": np.array(sizes, np.int64)})["out"].tolist() == sizes
