@@ -125,4 +125,12 @@ def own_dims_marked(graph: IRGraph, ref: Any, source: Hashable, axes: list[int])
     return np.array(numbers, np.int64)
 
 
-__all__ = ["DimOf", "own_dims_marked", "shape_elements"]
+def kept_whatever_length(axes: list[int], values, dynamic: set[int], by_scales: bool) -> set[int]:
+    """The axes among `dynamic` (dynamic length, unpadded) that a resize keeps whatever their length: scale exactly 1,
+    or a size that is the input's own dim (-1 from own_dims_marked, so output / input is 1). Both engines copy such an
+    axis (runtime.kernels.resize), so the converted layer leaves it out and its sampling never depends on it."""
+    marker = np.float32(1) if by_scales else -1
+    return {axis for axis, value in zip(axes, np.ravel(values)) if axis in dynamic and value == marker}
+
+
+__all__ = ["DimOf", "kept_whatever_length", "own_dims_marked", "shape_elements"]

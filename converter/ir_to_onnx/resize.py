@@ -17,7 +17,7 @@ import numpy as np
 
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
-from poolir.converter.shape_elements import own_dims_marked
+from poolir.converter.shape_elements import kept_whatever_length, own_dims_marked
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.ops.resize import coordinate_scales, pads, resized_axes
@@ -50,10 +50,8 @@ def interpolate(context: Context, layer: Layer) -> None:
                               "dims on the axes it keeps)")
     axes = resized_axes(layer, rank, given if scales_mode else None, None if scales_mode else given, axes_value)
     begins, ends = pads(layer, rank)
-    # An axis of dynamic length that the layer keeps whatever that length is (scale exactly 1, or the size the input's
-    # own dim, unpadded) is left out of the Resize: OpenVINO and onnxruntime both copy it (runtime.kernels.resize).
-    kept = {axis for axis, value in zip(axes, np.ravel(given)) if data.shape[axis].value is None
-            and not begins[axis] and not ends[axis] and (value == 1 if scales_mode else value == -1)}
+    dynamic = {axis for axis in axes if data.shape[axis].value is None and not begins[axis] and not ends[axis]}
+    kept = kept_whatever_length(axes, given, dynamic, scales_mode)
     if kept:
         given = np.array([value for axis, value in zip(axes, np.ravel(given)) if axis not in kept], given.dtype)
         axes = [axis for axis in axes if axis not in kept]

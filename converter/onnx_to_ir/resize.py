@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
-from poolir.converter.shape_elements import own_dims_marked
+from poolir.converter.shape_elements import kept_whatever_length, own_dims_marked
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.ops.resize import output_lengths
 from poolir.runtime.kernels.resize import AxisResize, same_sampling
@@ -58,10 +58,14 @@ def resize(node: OnnxNode) -> list[Value]:
         if given is not None and value is None:
             raise ConversionError("the scales and sizes of a Resize must be constants (or fold to constants, or be "
                                   "the input's own dims on the axes it keeps); --input-shape can fix the shape")
-    kept = _kept_whatever_length(axes, values[1], values[2], shape, settings.policy)
+    by_scales = values[1] is not None and np.size(values[1]) > 0
+    dynamic = {axis for axis in axes if -len(shape) <= axis < len(shape) and shape[axis] is None}
+    # keep_aspect_ratio_policy other than stretch makes every axis's scale depend on the others' lengths
+    kept = set() if not by_scales and settings.policy != "stretch" else \
+        kept_whatever_length(axes, values[1] if by_scales else values[2], dynamic, by_scales)
     if any(shape[axis] is None and axis not in kept for axis in axes if -len(shape) <= axis < len(shape)):
         raise ConversionError(f"Resize needs static lengths on the resized axes, got input dims {list(shape)}")
-    static = tuple(n if n is not None else 1 for n in shape)  # see _kept_whatever_length: any length will do
+    static = tuple(n if n is not None else 1 for n in shape)  # see kept_whatever_length: any length will do
     if values[2] is not None and kept:
         values[2] = np.array([1 if axis in kept else size for axis, size in zip(axes, values[2])], np.int64)
     try:
@@ -71,7 +75,7 @@ def resize(node: OnnxNode) -> list[Value]:
     if all(plan.output == plan.length for _, plan in plans):
         return [x]      # onnxruntime copies an input whose shape the Resize keeps (runtime.kernels.resize)
     plans = [(axis, plan) for axis, plan in plans if shape[axis] is not None]
-    ir_calc = _ir_calculation(plans, values[1] is not None and np.size(values[1]) > 0)
+    ir_calc = _ir_calculation(plans, by_scales)
     ir_attrs = {"mode": _IR_MODES[settings.sampling], "shape_calculation_mode": ir_calc,
                 "coordinate_transformation_mode": settings.coordinate_mode, "nearest_mode": settings.nearest_mode,
                 "antialias": False, "pads_begin": (0,) * len(shape), "pads_end": (0,) * len(shape),
@@ -82,20 +86,6 @@ def resize(node: OnnxNode) -> list[Value]:
         target = Value(node.const(np.array([plan.output for _, plan in plans], np.int64)), "i64", (len(plans),))
     axes_ref = Value(node.const(np.array([axis for axis, _ in plans], np.int64)), "i64", (len(plans),))
     return node.layer("Interpolate", [x, target, axes_ref], ir_attrs, name=node.name, newest=True)
-
-
-def _kept_whatever_length(axes, scales, sizes, shape, policy: str) -> set[int]:
-    """The axes of dynamic length that the node keeps whatever that length is: scale exactly 1 (onnxruntime reads
-    such an axis at o, runtime.kernels.resize) or the size the input's own dim (-1 from _sizes_of_kept_axes; then
-    output / input is 1; the size policy must be stretch). The IR layer leaves them out of its axes, so its sampling
-    never depends on them."""
-    if scales is not None and np.size(scales) == len(axes):
-        factors = np.asarray(scales, np.float32).reshape(-1)
-        return {axis for axis, factor in zip(axes, factors) if factor == 1 and shape[axis] is None}
-    if sizes is not None and np.size(sizes) == len(axes) and policy == "stretch":
-        given = np.asarray(sizes).reshape(-1)
-        return {axis for axis, size in zip(axes, given) if size == -1 and shape[axis] is None}
-    return set()
 
 
 def _ir_calculation(plans, by_scales: bool) -> str:
