@@ -34,7 +34,7 @@ from poolir.runtime.onnx_fusion import (IN_PLACE, ActivationInPlace, folded_conv
                                       single_use_outputs)
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import (data_propagation_is_bounded, default_opset, in_dependency_order, order_nodes,
-                                      refuse_unsupported)
+                                      refuse_unsupported, shape_inference_hazard)
 from poolir.runtime.onnx_ops.convolution import ConvStep
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
@@ -82,7 +82,8 @@ def _value_info_types(model: onnx.ModelProto) -> dict[str, tuple[np.dtype | None
     graph = model.graph  # inference is a planning aid only; the run-time checks remain
     planned = _without_large_initializers(model)
     # data_prop first: shapes computed by Shape -> Mul -> Expand are known too (the memory budget checks them)
-    for data_prop in (True, False) if data_propagation_is_bounded(planned) else (False,):
+    attempts = (True, False) if data_propagation_is_bounded(planned) else (False,)
+    for data_prop in attempts if shape_inference_hazard(planned) is None else ():
         try:
             graph = onnx.shape_inference.infer_shapes(planned, strict_mode=False, data_prop=data_prop).graph
             break

@@ -18,8 +18,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from poolir.ir.errors import InvalidModelError, UnsupportedError, node_label, printable
+from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, node_label, printable
 from poolir.ir.files import read_regular
+from poolir.ir.ops.matmul import parse_einsum
 from poolir.runtime.onnx_external_data import load_external_data
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -236,6 +237,22 @@ def refuse_unsupported(model, opset: int, supports: Callable[[str], bool],
         nodes = f", {count} nodes" if count > 1 else ""
         described.append(f"{op_type} ({domain}, opset {version}{nodes}{later})")
     raise UnsupportedError(f"{doing}unsupported operators: {', '.join(described)}", file=source)
+
+
+def shape_inference_hazard(model) -> str | None:
+    """Why onnx.shape_inference.infer_shapes would never return on `model`, or None: onnx 1.23's Einsum inference
+    loops forever on a '.' outside an ellipsis ('i.j', '..ij') and on a '-' that does not start '->' ('ij-',
+    'ij-->i'). So a model holding an Einsum equation poolir refuses is not inferred; the message names the node
+    and poolir's own reading of the problem (ir.ops.matmul.parse_einsum)."""
+    for index, node in enumerate(model.graph.node):
+        if node.op_type == "Einsum" and node.domain in DEFAULT_DOMAINS:
+            for attribute in node.attribute:
+                if attribute.name == "equation":
+                    try:
+                        parse_einsum(attribute.s.decode("utf-8", errors="replace"), "onnx")
+                    except PoolirError as error:
+                        return f"{node_label(node.name or f'#{index}', node.op_type)}: {error.problem}"
+    return None
 
 
 # onnx.shape_inference's data_prop computes the values of shape computations (Shape, then these ops) as lists of

@@ -27,7 +27,8 @@ SHAPE_SOURCES = frozenset({"Shape"})
 # op's output shape follows from its input shapes and attributes).
 _AXES = (1,)
 SHAPE_FROM_VALUES: dict[str, tuple[int, ...]] = {
-    "ConstantOfShape": (0,), "Expand": (1,), "Pad": (1, 3), "Reshape": (1,), "Slice": (1, 2, 3, 4), "Split": (1,),
+    "ConstantOfShape": (0,), "Expand": (1,), "Pad": (1, 3), "Range": (0, 1, 2), "Reshape": (1,),
+    "Slice": (1, 2, 3, 4), "Split": (1,),
     "Squeeze": _AXES, "Unsqueeze": _AXES, "Tile": (1,),
     "Resize": (1, 2, 3), "Upsample": (1,),  # scales and sizes (Resize-10 and Upsample-9: scales at 1)
     **{reduce: _AXES for reduce in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",

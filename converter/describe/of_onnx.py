@@ -12,7 +12,7 @@ from onnx import helper, shape_inference
 from poolir.converter.describe.description import (LayerDescription, ModelDescription, PortDescription,
                                                    TensorDescription, dims_text)
 from poolir.ir.errors import InvalidModelError, node_label
-from poolir.runtime.onnx_model import data_propagation_is_bounded, load_onnx
+from poolir.runtime.onnx_model import data_propagation_is_bounded, load_onnx, shape_inference_hazard
 
 
 def describe_onnx(path: Path, warn: Callable[[str], None] | None = None) -> ModelDescription:
@@ -26,6 +26,9 @@ def describe_onnx(path: Path, warn: Callable[[str], None] | None = None) -> Mode
     for output in bare.graph.output:
         if output.type.HasField("tensor_type"):
             output.type.tensor_type.ClearField("shape")
+    hazard = shape_inference_hazard(bare)   # onnx would never return
+    if hazard:
+        raise InvalidModelError(hazard, file=source)
     try:
         data_prop = data_propagation_is_bounded(bare)
         inferred_model = shape_inference.infer_shapes(bare, strict_mode=True, data_prop=data_prop)

@@ -8,6 +8,11 @@ gets leading dims of 1) because ONNX Tile takes exactly one repeat per axis.
 DepthToSpace and SpaceToDepth of rank 4 are the ONNX ops where the opset has their mode (DepthToSpace CRD from
 11, SpaceToDepth CRD from 28); otherwise (another rank, or that mode missing) they are written as the Reshape,
 Transpose, Reshape they are (runtime.kernels.rearrange.depth_space_plan), which needs static C and spatial dims.
+Roll has no ONNX op: every rolled axis becomes Concat(Slice(x, split, end), Slice(x, 0, split)) along it, with
+split = length - shift mod length. With a constant shift and a static length the split is a constant (an axis rolled
+by a multiple of its length is left alone); otherwise it is computed from Shape, Mod and Sub (a computed shift, or a
+dynamic length, from opset 10; Max(length, 1) keeps Mod from dividing by an empty axis's 0). The axes must be
+constant.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.shapes import normalize_axis, static_values
-from poolir.runtime.kernels.rearrange import depth_space_plan
+from poolir.runtime.kernels.rearrange import depth_space_plan, roll_shifts
 from poolir.runtime.onnx_ops import first_opset, first_opset_with
 
 
@@ -119,7 +124,84 @@ def depth_space(context: Context, layer: Layer) -> None:
     context.node_into("Reshape", [moved, context.int64s(final, f"{layer.name}/shape")], [output], layer.name)
 
 
+def roll(context: Context, layer: Layer) -> None:
+    shape = context.input_info(layer, 0).shape
+    axes, shift = context.constant(layer, 2), context.constant(layer, 1)
+    if axes is None:
+        raise ConversionError("Roll axes computed at run time are not converted (the rolled axes must be known)")
+    if context.input_info(layer, 1).shape and not context.input_info(layer, 2).shape:
+        raise ConversionError("a 1-D Roll shift needs 1-D axes")
+    positions: dict[int, list[int]] = {}
+    for position, axis in enumerate(np.ravel(axes).tolist()):
+        positions.setdefault(normalize_axis(int(axis), len(shape), "a Roll axis"), []).append(position)
+    if not shape:
+        positions = {}      # rolling a scalar moves nothing
+    splits: dict[int, int | str]
+    if shift is not None and all(shape[axis].is_static for axis in positions):
+        lengths = tuple(d.value if d.is_static else 1 for d in shape)   # roll_shifts reads the rolled axes only
+        splits = {axis: lengths[axis] - k for axis, k in roll_shifts(lengths, shift, axes).items()}
+    else:
+        context.check_opset(10, "Roll with a computed shift or a dynamic length needs ONNX Slice and Mod with "
+                                "computed bounds, from opset 10")
+        splits = {axis: _computed_split(context, layer, axis, where, shift) for axis, where in positions.items()}
+    x = context.input(layer, 0)
+    for index, (axis, split) in enumerate(splits.items()):
+        base = f"{layer.name}/axis{axis}"
+        begin = context.int64s([split], f"{base}/split") if isinstance(split, int) else split
+        zero, end = context.int64s([0], f"{base}/zero"), context.int64s([2**63 - 1], f"{base}/end")
+        on_axis = context.int64s([axis], f"{base}/axes")
+        (tail,) = context.node("Slice", [x, begin, end, on_axis], f"{base}/tail")
+        (head,) = context.node("Slice", [x, zero, begin, on_axis], f"{base}/head")
+        if index == len(splits) - 1:
+            context.node_into("Concat", [tail, head], [context.name_output(layer, 0)], layer.name, axis=axis)
+            return
+        (x,) = context.node("Concat", [tail, head], f"{base}/rolled", axis=axis)
+    context.node_into("Identity", [x], [context.name_output(layer, 0)], layer.name)
+
+
+def _computed_split(context: Context, layer: Layer, axis: int, where: list[int], shift) -> str:
+    """length - (total shift mod max(length, 1)) of `axis` as a one-element int64 tensor; `where`: the positions in
+    axes naming it (their shifts add up)."""
+    base = f"{layer.name}/axis{axis}"
+    (dims,) = context.node("Shape", [context.input(layer, 0)], f"{base}/shape")
+    (length,) = context.node("Gather", [dims, context.int64s([axis], f"{base}/index")], f"{base}/length", axis=0)
+    if shift is not None:
+        shifts = [int(v) for v in np.ravel(shift)]
+        if not np.ndim(shift):      # a scalar shift rolls every named axis
+            shifts *= np.size(context.constant(layer, 2))
+        total = sum(shifts[p] for p in where)
+        if not -2**63 <= total < 2**63:
+            raise ConversionError(f"the Roll shifts of axis {axis} add up to {total}, beyond int64")
+        total_tensor = context.int64s([total], f"{base}/shift")
+    else:
+        total_tensor = _computed_shift(context, layer, base, where)
+    (positive,) = context.node("Max", [length, context.int64s([1], f"{base}/one")], f"{base}/divisor")
+    (net,) = context.node("Mod", [total_tensor, positive], f"{base}/net_shift", fmod=0)
+    (split,) = context.node("Sub", [length, net], f"{base}/split")
+    return split
+
+
+def _computed_shift(context: Context, layer: Layer, base: str, where: list[int]) -> str:
+    """The sum of the computed shifts at `where` (a scalar shift counted once per position) as int64 [1]."""
+    source = context.input(layer, 1)
+    info = context.input_info(layer, 1)
+    if info.element_type != "i64":
+        (source,) = context.node("Cast", [source], f"{base}/shift_i64", to=TensorProto.INT64)
+    if not info.shape:
+        (one,) = context.node("Reshape", [source, context.int64s([1], f"{base}/one_value")], f"{base}/shift1")
+        if len(where) == 1:
+            return one
+        (total,) = context.node("Mul", [one, context.int64s([len(where)], f"{base}/times")], f"{base}/shift")
+        return total
+    picked = [context.node("Gather", [source, context.int64s([p], f"{base}/at{p}")], f"{base}/shift{p}", axis=0)[0]
+              for p in where]
+    total = picked[0]
+    for more in picked[1:]:
+        (total,) = context.node("Add", [total, more], f"{base}/shift_sum")
+    return total
+
+
 CONVERTERS: dict[str, Callable[[Context, Layer], None]] = {
     "ShuffleChannels": shuffle_channels, "GatherND": gather_nd, "Tile": tile, "DepthToSpace": depth_space,
-    "SpaceToDepth": depth_space,
+    "SpaceToDepth": depth_space, "Roll": roll,
 }

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.ir_to_onnx import (activation, convolution, elementwise, io, matmul, movement, normalization,
-                                         pointwise, pooling, rearrange, reduction, resize,
-                                         transposed_convolution)
+from poolir.converter.ir_to_onnx import (activation, attention, convolution, elementwise, generation, io, matmul,
+                                         movement, normalization, pointwise, pooling, rearrange, reduction, resize,
+                                         scatter, transposed_convolution)
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.registry import RegistryError, check_coverage, merge_families
 from poolir.ir.model import Layer
@@ -35,6 +35,9 @@ CONVERTERS: dict[str, LayerConverter] = merge_families("IR layer type", {
     "rearrange": rearrange.CONVERTERS,
     "transposed_convolution": transposed_convolution.CONVERTERS,
     "resize": resize.CONVERTERS,
+    "generation": generation.CONVERTERS,
+    "scatter": scatter.CONVERTERS,
+    "attention": attention.CONVERTERS,
 })
 FOLDS: dict[str, Fold] = merge_families("IR layer type", {"pooling": pooling.FOLDS, "pointwise": pointwise.FOLDS,
                                                           "normalization": normalization.FOLDS})

@@ -8,6 +8,12 @@
   * alpha, then + beta * C, each rounded in float32 for float32); float16 / bfloat16 run the chain in f32
   between Convert layers and round once, as ONNX's Gemm computes in f32 and rounds once.
 - Gemm before version 7 with broadcast=0 needs C of shape [M, N]; poolir checks that on the static shapes.
+- Einsum -> Einsum-7 with the equation read by ONNX's rules and written explicitly, without spaces, every ellipsis
+  spelled as letters ('B G H I D, B G H J D -> B G H I J' -> 'BGHID,BGHJD->BGHIJ'; '...ij->...i' over rank 4 ->
+  'ABij->ABi'): OpenVINO's IR reader refuses spaces, its implicit-output rule differs ('ii' is the trace in ONNX,
+  the output 'ii' in OpenVINO), and its CPU plugin computes some equations whose ellipsis covers 2 or more dims
+  wrongly or not at all (ir/ops/matmul.py), which the same equation in letters never did in 400 random probes.
+  Integer Einsum is refused, as OpenVINO computes it in float32 or saturates.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import numpy as np
 from poolir.converter.onnx_to_ir.convolution import convert_to
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.ir.element_types import dtype_of
+from poolir.ir.element_types import is_integer
 from poolir.ir.errors import ConversionError, InvalidModelError
+from poolir.ir.ops.matmul import einsum_terms, integer_einsum_problem, parse_einsum
 from poolir.runtime.onnx_ops.matmul import c_is_optional
 
 _NARROW_FLOATS = ("f16", "bf16")
@@ -119,4 +127,15 @@ def gemm(node: OnnxNode) -> list[Value]:
     return [Value(y, element_type, (rows, cols))]
 
 
-CONVERTERS = {"MatMul": matmul, "Gemm": gemm}
+def einsum(node: OnnxNode) -> list[Value]:
+    operands = node.checked_inputs(1, None)
+    attrs = node.attributes()
+    node.check_element_type(operands[0])
+    node.check_same_element_type(operands[0], "input 0", [(f"input {i}", v) for i, v in enumerate(operands)])
+    if is_integer(operands[0].element_type):
+        raise ConversionError(integer_einsum_problem(operands[0].element_type))
+    terms, output = einsum_terms(parse_einsum(attrs["equation"], "onnx"), [len(value.shape) for value in operands])
+    return node.layer("Einsum", operands, {"equation": ",".join(terms) + "->" + output}, name=node.name)
+
+
+CONVERTERS = {"MatMul": matmul, "Gemm": gemm, "Einsum": einsum}

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from poolir.converter.onnx_to_ir import (activation, convolution, elementwise, matmul, movement, normalization,
-                                         pointwise, pooling, rearrange, reduction, resize,
+from poolir.converter.onnx_to_ir import (activation, convolution, elementwise, generation, matmul, movement,
+                                         normalization, pointwise, pooling, rearrange, reduction, resize, scatter,
                                          transposed_convolution)
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.registry import check_coverage, merge_families
@@ -31,6 +31,8 @@ CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
     "rearrange": rearrange.CONVERTERS,
     "transposed_convolution": transposed_convolution.CONVERTERS,
     "resize": resize.CONVERTERS,
+    "generation": generation.CONVERTERS,
+    "scatter": scatter.CONVERTERS,
 })
 
 # Every ONNX op the runtime runs converts today.

@@ -1,5 +1,6 @@
 """Rearranging layers OpenVINO writes for classic CNNs beyond the basic movement family: ShuffleChannels-1
-(ShuffleNet's channel shuffle), GatherND-5 and GatherND-8, Tile-1, DepthToSpace-1 and SpaceToDepth-1 (PixelShuffle).
+(ShuffleNet's channel shuffle), GatherND-5 and GatherND-8, Tile-1, DepthToSpace-1 and SpaceToDepth-1 (PixelShuffle),
+and Roll-7 (the shifted windows of Swin transformers).
 
 GatherND-5 and GatherND-8 differ only in the output shape when batch_dims > 1: version 5 folds the batch dims
 into one dim (their product), version 8 keeps them (as ONNX GatherND does):
@@ -8,6 +9,11 @@ Tile repeats an input `repeats` times per axis; repeats shorter than the rank ar
 longer ones give the data leading dims of 1 (OpenVINO's spec; ONNX Tile needs exactly one per axis).
 DepthToSpace and SpaceToDepth take data [N, C, D1 .. DK] of any K >= 1 (ONNX's ops: K = 2 only), block_size and a
 mode, blocks_first (ONNX DCR) or depth_first (ONNX CRD).
+Roll (data, shift, axes) shifts data along each axis of axes by its shift, wrapping around: shift and axes are
+i32 or i64 scalars or 1-D tensors; a scalar shift applies to every axis (the spec; OpenVINO 2026.4's CPU plugin
+refuses a scalar shift with several axes), a 1-D shift needs 1-D axes of its length. Negative axes count from the
+end, an axis named twice rolls by the sum of its shifts, and a shift is taken modulo the axis length
+(runtime.ir_ops.rearrange).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ SCHEMA_ROWS: tuple[OpVersion, ...] = (
     OpVersion("GatherND", 5, (Attr("batch_dims", INT, 0),), inputs=(2, 2), value_check=_check_batch_dims),
     OpVersion("GatherND", 8, (Attr("batch_dims", INT, 0),), inputs=(2, 2), value_check=_check_batch_dims),
     OpVersion("Tile", 1, inputs=(2, 2)),
+    OpVersion("Roll", 7, inputs=(3, 3)),
     *(OpVersion(layer_type, 1, (Attr("block_size", INT, 1), Attr("mode", STR, choices=DEPTH_SPACE_MODES)),
                 value_check=_check_block) for layer_type in ("DepthToSpace", "SpaceToDepth")),
 )
@@ -148,3 +155,20 @@ def infer_tile(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     if data.value is not None:
         return [folded(data.element_type, shape, np.tile(data.value, times))]
     return [TensorInfo(data.element_type, shape)]
+
+
+@SHAPE_RULES.register("Roll")
+def infer_roll(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
+    data, shift, axes = inputs
+    for name, info in (("shift", shift), ("axes", axes)):
+        if info.element_type not in ("i32", "i64") or len(info.shape) > 1:
+            raise InvalidModelError(f"the Roll {name} must be an i32 or i64 scalar or 1-D tensor, got "
+                                    f"{info.element_type} {shape_str(info.shape)}")
+    if shift.shape and (not axes.shape or (shift.shape[0].is_static and axes.shape[0].is_static
+                                           and shift.shape[0].min != axes.shape[0].min)):
+        raise InvalidModelError(f"a 1-D Roll shift {shape_str(shift.shape)} needs 1-D axes of its length, got "
+                                f"{shape_str(axes.shape)}")
+    if axes.value is not None:
+        for axis in np.ravel(axes.value).tolist():
+            normalize_axis(int(axis), len(data.shape), "a Roll axis")
+    return [TensorInfo(data.element_type, data.shape)]

@@ -9,14 +9,17 @@
     reduction    ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL1, ReduceL2
     convolution  Convolution, GroupConvolution
     transposed_convolution  ConvolutionBackpropData, GroupConvolutionBackpropData
-    matmul       MatMul
+    matmul       MatMul, Einsum-7
     normalization  BatchNormInference (both input orders), LRN (OpenVINO's window, scaling and bias), MVN,
                    GroupNormalization
     activation   ReLU, Clamp, Sigmoid, Tanh, HardSigmoid, HSigmoid, HSwish, Swish, PReLU, SoftMax, LogSoftmax,
                  Gelu, Elu, Selu, SoftPlus, SoftSign, Mish
     pointwise    Sign, Negative, Exp, Log, Erf, comparisons, logical ops, Select
-    rearrange    ShuffleChannels, GatherND-5/8, Tile, DepthToSpace, SpaceToDepth
+    rearrange    ShuffleChannels, GatherND-5/8, Tile, DepthToSpace, SpaceToDepth, Roll-7
     resize       Interpolate-4/11
+    generation   Range-1/4
+    scatter      ScatterNDUpdate-3/15
+    attention    ScaledDotProductAttention-13
 
 Importing the package registers every family's builders and checks them against the IR schema registry
 (`poolir.ir.schema.SCHEMAS`): a layer type with a schema but no builder, or a builder without a schema,
@@ -24,8 +27,8 @@ fails here, naming the type.
 """
 
 from poolir.ir.schema import SCHEMAS
-from poolir.runtime.ir_ops import (activation, convolution, elementwise, matmul, movement, normalization,
-                                   pointwise, pooling, rearrange, reduction, resize,
+from poolir.runtime.ir_ops import (activation, attention, convolution, elementwise, generation, matmul, movement,
+                                   normalization, pointwise, pooling, rearrange, reduction, resize, scatter,
                                    transposed_convolution)  # noqa: F401  (they register)
 from poolir.runtime.ir_ops.pooling import AvgPoolOp, MaxPoolOp, openvino_max_floor
 from poolir.runtime.ir_ops.registry import BUILDERS, check_builders_match_schemas, supported_layer_types

@@ -1,5 +1,11 @@
 """IR rearranging layers (ir/ops/rearrange.py): ShuffleChannels, GatherND-5/8, Tile, DepthToSpace, SpaceToDepth,
-OpenVINO's semantics."""
+Roll, OpenVINO's semantics.
+
+Roll follows its spec where OpenVINO 2026.4's CPU plugin departs from it: a scalar shift with several axes rolls
+each of them (the plugin refuses the model), an axis out of range is refused (the plugin ignores it), and shifts
+are summed and reduced modulo the length exactly (the plugin computes shifts in int32: it rolls a length-4 axis by 3
+for a shift of 2^40 + 1, and wraps a sum of shifts past 2^31).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,8 @@ import math
 from poolir.ir.errors import InvalidModelError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder, int_list
 from poolir.runtime.kernels.movement import tile
-from poolir.runtime.kernels.rearrange import depth_to_space, gather_nd, shuffle_channels, space_to_depth
+from poolir.runtime.kernels.rearrange import (depth_to_space, gather_nd, roll, roll_shifts, shuffle_channels,
+                                              space_to_depth)
 
 
 @builder("ShuffleChannels")
@@ -61,4 +68,18 @@ def _depth_space(info: LayerInfo) -> LayerFn:
         if not to_space and any(d % block for d in spatial):
             raise InvalidModelError(f"spatial dims {list(spatial)} are not multiples of block_size {block}")
         return ((depth_to_space if to_space else space_to_depth)(x, block, blocks_first),)
+    return run
+
+
+@builder("Roll")
+def _roll(info: LayerInfo) -> LayerFn:
+    def run(args):
+        x, shift, axes = args
+        for name, value in (("shift", shift), ("axes", axes)):
+            if value.dtype.kind not in "iu" or value.ndim > 1:
+                raise InvalidModelError(f"the Roll {name} must be an integer scalar or 1-D tensor, got {value.dtype} "
+                                        f"{list(value.shape)}")
+        if shift.ndim and not axes.ndim:
+            raise InvalidModelError("a 1-D Roll shift needs 1-D axes")
+        return (roll(x, roll_shifts(x.shape, shift, axes)),)
     return run

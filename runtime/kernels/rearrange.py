@@ -1,4 +1,4 @@
-"""Rearranging kernels: channel shuffle, depth to space and back, and GatherND, vectorised with numpy (no
+"""Rearranging kernels: channel shuffle, depth to space and back, GatherND and Roll, vectorised with numpy (no
 per-element loops).
 
 Parameters are validated by the ONNX or IR adapter that calls them; index bounds are checked here, since
@@ -13,6 +13,7 @@ import numpy as np
 
 from poolir.ir.budget import check_allocation
 from poolir.ir.errors import InvalidModelError
+from poolir.ir.shapes import normalize_axis
 
 
 def shuffle_channels(x: np.ndarray, axis: int, group: int) -> np.ndarray:
@@ -81,4 +82,30 @@ def gather_nd(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.ndar
     return picked.reshape(indices.shape[:-1] + data.shape[batch_dims + depth:])
 
 
-__all__ = ["depth_space_plan", "depth_to_space", "gather_nd", "shuffle_channels", "space_to_depth"]
+def roll_shifts(shape: tuple[int, ...], shifts, axes) -> dict[int, int]:
+    """axis -> net shift in [0, length) of every axis a Roll moves: axes normalised (negative from the end), a scalar
+    shift broadcast over them, an axis named twice rolled by the sum of its shifts, each sum taken modulo the axis
+    length (exact in Python ints: a shift of 2^40 + 1 on 4 elements is 1). InvalidModelError for an axis out of range
+    or shift and axes of different lengths."""
+    shift_list, axis_list = [int(v) for v in np.ravel(shifts)], [int(v) for v in np.ravel(axes)]
+    if np.ndim(shifts) == 0:
+        shift_list = shift_list * len(axis_list)
+    if len(shift_list) != len(axis_list):
+        raise InvalidModelError(f"Roll shift {shift_list[:8]} and axes {axis_list[:8]} differ in length")
+    net: dict[int, int] = {}
+    for shift, axis in zip(shift_list, axis_list):
+        axis = normalize_axis(axis, len(shape), "a Roll axis")
+        net[axis] = net.get(axis, 0) + shift
+    return {axis: total % shape[axis] for axis, total in net.items() if shape and shape[axis] and total % shape[axis]}
+
+
+def roll(x: np.ndarray, shifts: dict[int, int]) -> np.ndarray:
+    """x with each axis of `shifts` rolled by its shift (roll_shifts): out[i] = x[(i - shift) mod length]."""
+    check_allocation(x.shape, x.itemsize, "the rolled output")
+    if not shifts:
+        return x.copy()
+    return np.roll(x, tuple(shifts.values()), tuple(shifts))
+
+
+__all__ = ["depth_space_plan", "depth_to_space", "gather_nd", "roll", "roll_shifts", "shuffle_channels",
+           "space_to_depth"]

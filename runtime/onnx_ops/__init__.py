@@ -11,8 +11,10 @@
     reduction      Reduce*
     convolution    Conv
     resize         Resize, Upsample
+    generation     Range
+    scatter        ScatterND
     transposed_convolution  ConvTranspose
-    matmul         MatMul, Gemm
+    matmul         MatMul, Gemm, Einsum
     normalization  BatchNormalization, LayerNormalization, InstanceNormalization, GroupNormalization, LRN,
                    Dropout (inference only)
 
@@ -20,8 +22,9 @@ Importing the package registers every family's rows and adapters and checks that
 the same ops: a family that defines rows without an adapter (or the reverse) fails here, naming the op.
 """
 
-from poolir.runtime.onnx_ops import (activation, convolution, elementwise, matmul, movement, normalization,
-                                     pooling, reduction, resize, transposed_convolution)  # noqa: F401  (they register)
+from poolir.runtime.onnx_ops import (activation, convolution, elementwise, generation, matmul, movement,
+                                     normalization, pooling, reduction, resize, scatter,
+                                     transposed_convolution)  # noqa: F401  (they register)
 from poolir.runtime.onnx_ops.element_types import check_dtype, onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
 from poolir.runtime.onnx_ops.pooling import POOLING_OPS, OnnxPool, empty_max_value, global_p, onnx_pool

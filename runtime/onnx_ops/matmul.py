@@ -7,16 +7,26 @@
   broadcast=1; with broadcast=0 it must already be [M, N]. From 7, C broadcasts unidirectionally. From 11,
   C is optional. Gemm-6 only dropped Gemm-1's legacy optimisation attributes (none are in the table).
   beta == 0 ignores C (as onnxruntime and BLAS: an infinite C does not give NaN).
+- Einsum (12, 28): the equation is read by ONNX's rules (ir.ops.matmul.parse_einsum, world "onnx": spaces allowed,
+  implicit output = the labels occurring once, ASCII-sorted, an ellipsis first; every ellipsis covers as many dims).
+  Every float and integer type of the spec runs, bfloat16 from 28: floats through BLAS with float32 accumulators
+  (float16 rounded once, as onnxruntime), integers exactly, wrapping (onnxruntime has kernels for int32 and int64
+  only). Where poolir and onnxruntime 1.31 part: an implicit output keeping an upper-case label ('aB' -> 'Ba',
+  onnxruntime refuses it) and ellipses of 0 and 1 dims (poolir refuses them as the spec does; onnxruntime crashes).
 """
 
 from __future__ import annotations
 
-from poolir.ir.errors import UsageError
-from poolir.runtime.kernels.matmul import gemm, matmul
 import numpy as np
 
-from poolir.runtime.onnx_ops.element_types import FLOAT_TYPES, FLOAT_TYPES_BF16, check_dtype
-from poolir.runtime.onnx_ops.registry import FLOAT, INT, REMOVED, Attribute, NodeContext, Step, adapter, define
+from poolir.ir.errors import UsageError
+from poolir.ir.model import static_shape
+from poolir.ir.ops.matmul import einsum_shape, einsum_terms, parse_einsum
+from poolir.runtime.kernels.matmul import einsum, gemm, matmul
+from poolir.runtime.onnx_ops.element_types import (BF16, FLOAT_TYPES, FLOAT_TYPES_BF16, INTEGER_TYPES, check_dtype,
+                                                   check_one_type)
+from poolir.runtime.onnx_ops.registry import (FLOAT, INT, REMOVED, STRING, Attribute, NodeContext, Step, adapter,
+                                              define)
 
 _MATMUL_INTEGERS = frozenset(np.dtype(t) for t in (np.int32, np.int64, np.uint32, np.uint64))
 define("MatMul", [(1, {}, FLOAT_TYPES), (9, {}, FLOAT_TYPES | _MATMUL_INTEGERS),
@@ -30,6 +40,8 @@ define("Gemm", [
     (11, {}),  # C optional
     (13, {}, FLOAT_TYPES_BF16),
 ])
+define("Einsum", [(12, {"equation": Attribute(STRING, required=True)}, FLOAT_TYPES | INTEGER_TYPES),
+                  (28, {}, FLOAT_TYPES | INTEGER_TYPES | {BF16})])
 
 
 def _flag(attrs, name: str) -> bool:
@@ -84,4 +96,23 @@ def plan_gemm(ctx: NodeContext) -> Step:
     return run
 
 
-__all__ = ["c_is_optional"]
+@adapter("Einsum")
+def plan_einsum(ctx: NodeContext) -> Step:
+    version = ctx.version
+    equation = parse_einsum(ctx.attrs["equation"], "onnx")
+    if len(ctx.node.input) != len(equation.terms):
+        raise UsageError(f"equation {ctx.attrs['equation']!r} has {len(equation.terms)} input terms for "
+                         f"{len(ctx.node.input)} inputs")
+    if ctx.input_types[0] is not None:
+        check_dtype(version, ctx.input_types[0])
+
+    def run(*operands):
+        check_dtype(version, operands[0].dtype)
+        check_one_type(version, operands)
+        terms, output = einsum_terms(equation, [a.ndim for a in operands])
+        einsum_shape(terms, output, [static_shape(a.shape) for a in operands])
+        return (einsum(terms, output, operands),)
+    return run
+
+
+__all__ = ["c_is_optional", "plan_einsum"]

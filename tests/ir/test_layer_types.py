@@ -175,6 +175,17 @@ CASES: dict[str, Build] = {
                                        {"transpose_a": True, "transpose_b": True}),
     "MatMul-1 batch": lambda b: b.add("MatMul", "opset1", [_x(b, (-1, 1, 3, 4)), b.const(np.ones((5, 4, 2), np.float32))],
                                       {"transpose_a": False, "transpose_b": False}),
+    # Einsum: ellipses of different lengths broadcast, a dynamic batch, a size-1 label broadcast, implicit output
+    "Einsum-7 ellipsis": lambda b: b.add("Einsum", "opset7", [_x(b, (-1, 1, 3, 4)), b.parameter("y", "f32", (5, 4, 2))],
+                                         {"equation": "...ij,...jk->...ik"}),
+    "Einsum-7 implicit": lambda b: b.add("Einsum", "opset7", [
+        _x(b, (2, 3)), b.parameter("y", "f32", (1, 4)), b.parameter("z", "f32", (4, 5))], {"equation": "Ab,Ac,cd"}),
+    "ScaledDotProductAttention-13 mask widens": lambda b: b.add("ScaledDotProductAttention", "opset13", [
+        _x(b, (-1, 2, 1, 8)), b.parameter("k", "f32", (1, 2, 5, 8)), b.parameter("v", "f32", (2, 1, 5, 3)),
+        b.parameter("m", "boolean", (7, 1, 1, 4, 5))], {"causal": False}),
+    "ScaledDotProductAttention-13 causal sink": lambda b: b.add("ScaledDotProductAttention", "opset13", [
+        _x(b, (2, 4, 8)), b.parameter("k", "f32", (2, 6, 8)), b.parameter("v", "f32", (2, 6, 3)),
+        b.const(np.float32(0)), b.const(np.float32(0.25)), b.parameter("s", "f32", (1, 4, 1))], {"causal": True}),
     # activations
     "ReLU": lambda b: b.add("ReLU", "opset1", [_x(b, (-1, 3))]),
     "Clamp": lambda b: b.add("Clamp", "opset1", [_x(b)], {"min": -1.5, "max": 6.0}),
@@ -238,6 +249,20 @@ CASES: dict[str, Build] = {
         _x(b, (2, 3)), *(b.const(np.ones(3, np.float32)) for _ in range(4))], {"epsilon": 0.5}),
     "LRN": lambda b: b.add("LRN", "opset1", [_x(b), b.const(i64(1))],
                            {"alpha": 1e-4, "beta": 0.75, "bias": 2.0, "size": 5}),
+    # generation, scatter, Roll: OpenVINO writes ScatterNDUpdate-3 as "opset4" (it refuses "opset3")
+    "Range-1 folded": lambda b: b.add("Range", "opset1", [b.const(np.int32(10)), b.const(np.int32(-7)),
+                                                          b.const(np.int32(-3))]),
+    "Range-4 computed": lambda b: b.add("Range", "opset4", [_x(b, (), "f32"), b.const(np.float32(9.5)),
+                                                            b.const(np.float32(0.5))], {"output_type": "i64"}),
+    "Range-4 f16 folded": lambda b: b.add("Range", "opset4", [b.const(np.float32(0)), b.const(np.float32(1)),
+                                                              b.const(np.float32(0.1))], {"output_type": "f16"}),
+    "ScatterNDUpdate-3": lambda b: b.add("ScatterNDUpdate", "opset4", [_x(b, (-1, 3, 4)), b.const(i64([0], [-1])),
+                                                                       b.parameter("u", "f32", (2, 3, 4))]),
+    "ScatterNDUpdate-15 sum": lambda b: b.add("ScatterNDUpdate", "opset15", [
+        _x(b, (2, 3, 4)), b.const(np.asarray([[1, 2], [0, -1]], np.int32)), b.parameter("u", "f32", (2, 4))],
+        {"reduction": "sum"}),
+    "Roll": lambda b: b.add("Roll", "opset7", [_x(b, (-1, 3, 4)), b.const(i64(1, -2)), b.const(i64(0, 2))]),
+    "Roll scalar shift": lambda b: b.add("Roll", "opset7", [_x(b), b.const(np.int32(5)), b.const(np.int32(-1))]),
 }
 
 

@@ -105,6 +105,14 @@ ONNX_CASES = [
                                          ("t", I64, [1])],
                                         feeds={"b": _i64(0), "e": _i64(5), "a": _i64(0), "t": _i64(0)}),
      2, "(Slice)"),
+    ("range-1e12", lambda d: _onnx(d, [helper.make_node("Range", ["s", "l", "t"], ["y"])],
+                                   [("s", F, []), ("l", F, []), ("t", F, [])],
+                                   feeds={"s": np.float32(0), "l": np.float32(1e12), "t": np.float32(1)}),
+     2, "node '#0' (Range): the Range output [999999995904] needs 3999999983616 bytes"),  # float32(1e12)
+    ("scatter-nd-out-of-range", lambda d: _onnx(d, [helper.make_node("ScatterND", ["x", "i", "u"], ["y"])],
+                                                [("x", F, [3]), ("i", I64, [1, 1]), ("u", F, [1])],
+                                                feeds={"i": np.array([[-4]], np.int64)}),
+     2, "node '#0' (ScatterND): the scatter index [-4] is out of range for data dims [3]"),
     ("live-set-over-budget", lambda d: _onnx(d, [helper.make_node("Relu", ["x"], [f"r{i}"]) for i in range(5)]
                                              + [helper.make_node("Sum", [f"r{i}" for i in range(5)], ["y"])],
                                              [("x", F, [12000, 12000])]),
@@ -148,6 +156,11 @@ def _ir_concat(b):
     return b.add("Concat", "opset1", [x] * 64, {"axis": 0})[0]
 
 
+def _ir_range(b):
+    return b.add("Range", "opset4", [b.const(np.array(0, np.int64)), b.parameter("l", "i64", ()),
+                                     b.const(np.array(1, np.int64))], {"output_type": "i64"})[0]
+
+
 def _ir_live_set(b):
     """Five 576 MB ReLUs of one input, summed: each tensor fits the 2 GiB budget, five at once do not."""
     x = b.parameter("x", "f32", (12000, 12000))
@@ -173,6 +186,8 @@ IR_CASES = [
      2, "(id 2, Convolution): a scratch array (convolution columns, pooling passes) [1,1,360000,601,601] needs"),
     ("ir-concat-growth", lambda d: _ir(d, _ir_concat),
      2, "(id 1, Concat): the inferred output [640000000] of f32: 2560000000 bytes exceeds the memory budget"),
+    ("ir-range-huge", lambda d: _ir(d, _ir_range, {"l": np.array(2**50, np.int64)}),
+     2, "(id 3, Range): the Range output [1125899906842624] needs 9007199254740992 bytes"),
     ("ir-live-set-over-budget", lambda d: _ir(d, _ir_live_set),
      2, "(id 3, ReLU): the tensors live at once at this step need 2304000000 bytes"),
 ]
