@@ -108,8 +108,11 @@ def test_a_string_output_is_never_pickled(tmp_path):
     assert not (tmp_path / "o.npz").exists()
 
 
+# A test run started in the background inherits SIGINT ignored (POSIX shells ignore it for `&` jobs), and Python
+# keeps it ignored: the child puts back the handler an interactive Ctrl-C meets.
 _SLOW_WRITER = """
-import sys, time, numpy as np
+import signal, sys, time, numpy as np
+signal.signal(signal.SIGINT, signal.default_int_handler)
 real = np.lib.format.write_array
 def slow(*args, **kwargs):
     print("writing", flush=True)
