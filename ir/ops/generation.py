@@ -19,11 +19,11 @@ import math
 import numpy as np
 
 from poolir.ir.attributes import ELEMENT_TYPE, Attr, OpVersion
-from poolir.ir.element_types import dtype_of
+from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.errors import InvalidModelError, UsageError
 from poolir.ir.model import Dim, Layer, shape_str
 from poolir.ir.registry import ShapeRules
-from poolir.ir.shapes import TensorInfo
+from poolir.ir.shapes import TensorInfo, folded
 
 _NUMERIC = ("f16", "bf16", "f32", "f64", "i8", "u8", "i32", "i64")
 
@@ -121,8 +121,14 @@ def infer_range(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
         element_type = layer.attrs["output_type"]
     if any(info.value is None for info in inputs):
         return [TensorInfo(element_type, (Dim.dynamic(),))]
-    # Known bounds: OpenVINO folds the layer
-    return [TensorInfo(element_type, (Dim.static(folded_count(layer, *(info.value[()] for info in inputs))),))]
+    # Known bounds: OpenVINO folds the layer. An integer Range is shape arithmetic (OpenVINO's ONNX frontend writes
+    # Range(2, rank) as the axes of a global pooling on a dynamic batch): its value is kept, exact in any precision.
+    bounds = [info.value[()] for info in inputs]
+    count = folded_count(layer, *bounds)
+    if not is_integer(element_type):
+        return [TensorInfo(element_type, (Dim.static(count),))]
+    start, _, step = (int(value) for value in cast_bounds(layer, *bounds))
+    return [folded(element_type, (Dim.static(count),), np.arange(count, dtype=np.int64) * step + start)]
 
 
 __all__ = ["SCHEMA_ROWS", "SHAPE_RULES", "cast_bounds", "folded_count", "range_count"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import openvino as ov
 import openvino.opset1 as ov1
 import pytest
 from onnx import helper
@@ -300,3 +301,20 @@ def test_a_range_bounded_by_data_is_recomputed_on_every_run():
     session = runtime.Session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10))
     assert session.run({"x": np.array([1, 4, 2], np.float32)})["n"].tolist() == [4]
     assert session.run({"x": np.array([1, 7, 2], np.float32)})["n"].tolist() == [7]
+
+
+def test_a_global_pool_on_a_dynamic_batch_as_openvino_reads_it_converts_to_onnx(tmp_path):
+    """OpenVINO's ONNX frontend writes GlobalAveragePool on a dynamic batch as ReduceMean over Range(2, rank), with
+    rank = ShapeOf(ShapeOf(x)); an IR saved without OpenVINO's constant folding keeps it. The rank is known, so the
+    axes are (ir.ops.generation), and the converted model runs on any batch as OpenVINO's IR does."""
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 8, 6, 5])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 8])
+    nodes = [helper.make_node("GlobalAveragePool", ["x"], ["g"]), helper.make_node("Flatten", ["g"], ["y"])]
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)],
+                                ir_version=8), tmp_path / "model.onnx")
+    ov.save_model(ov.Core().read_model(tmp_path / "model.onnx"), tmp_path / "model.xml", compress_to_fp16=False)
+    assert "Range" in {layer.type for layer in ir.read_model(tmp_path / "model.xml").layers}
+    back = ir_to_onnx(ir.read_model(tmp_path / "model.xml"))
+    feeds = {"x": np.random.default_rng(0).standard_normal((3, 8, 6, 5)).astype(np.float32)}
+    want = _only(openvino_run_xml(tmp_path / "model.xml", feeds))
+    np.testing.assert_allclose(_only(onnxruntime_run(back, feeds)), want, rtol=1e-6, atol=1e-7)
