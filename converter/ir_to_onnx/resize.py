@@ -7,7 +7,7 @@ same-length axes: runtime.kernels.resize): so every resized axis is worked out i
 whichever samples alike, and the layer is refused where neither does. Nearest mode simple (ceil when shrinking, else
 truncation) has no Resize-11 spelling: it becomes floor or ceil, whichever samples every axis alike. Scales or sizes
 are written for the resized axes only (Resize's axes attribute, opset 18) or for every axis (sizes then need static
-output dims).
+output dims). Sizes known only at run time are passed on as they are (_computed_sizes).
 OpenVINO's own linear mode, the pillow modes and antialias have no Resize equivalent.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
 from poolir.converter.shape_elements import kept_whatever_length, own_dims_marked
@@ -45,6 +46,10 @@ def interpolate(context: Context, layer: Layer) -> None:
         # OpenVINO's frontend keeps PyTorch's Concat(Slice(ShapeOf(x), 0, 2), [h, w]): x's own dims marked -1
         axes = list(range(rank)) if axes_value is None else [int(a) for a in np.ravel(axes_value)]
         given = own_dims_marked(context, context.input_ref(layer, target), context.input_ref(layer, 0), axes)
+    if given is None and not scales_mode and (axes_value is not None or len(layer.inputs) <= axes_index):
+        _computed_sizes(context, layer, target, rank,
+                        list(range(rank)) if axes_value is None else [int(a) % rank for a in np.ravel(axes_value)])
+        return
     if given is None or (len(layer.inputs) > axes_index and axes_value is None):
         raise ConversionError("Interpolate needs constant scales or sizes and axes (or sizes that are the input's own "
                               "dims on the axes it keeps)")
@@ -95,6 +100,37 @@ def interpolate(context: Context, layer: Layer) -> None:
     else:
         inputs = [source, empty, empty, context.int64s([targets[i][1] for i in chosen], f"{layer.name}/sizes")]
     context.node_into("Resize", inputs, [context.name_output(layer, 0)], layer.name, **resize_attrs)
+
+
+def _computed_sizes(context: Context, layer: Layer, target: int, rank: int, axes: list[int]) -> None:
+    """Sizes known only at run time: Resize with the same sizes samples alike (converter/onnx_to_ir/resize.py,
+    _computed_sizes: the same rule, and the same two exceptions), unpadded and without nearest mode simple, whose
+    ceil-or-truncate choice depends on the lengths. Before opset 18 the sizes of the other axes are the input's own."""
+    attrs = layer.attrs
+    begins, ends = pads(layer, rank)
+    if any(begins) or any(ends):
+        raise ConversionError("a padded Interpolate with sizes known only at run time")
+    if attrs["nearest_mode"] == "simple" and attrs["mode"] == "nearest":
+        raise ConversionError("nearest mode simple with sizes known only at run time: Resize's floor or ceil agrees "
+                              "only for known lengths")
+    if attrs["mode"] == "nearest" and attrs["coordinate_transformation_mode"] == "align_corners":
+        raise ConversionError("nearest align_corners with sizes known only at run time: the two worlds' coordinates "
+                              "are ulps apart, which can move a source")
+    sizes = context.input(layer, target)
+    if context.input_info(layer, target).element_type != "i64":
+        (sizes,) = context.node("Cast", [sizes], f"{layer.name}/sizes", to=onnx_element_type("i64"))
+    resize_attrs = {"mode": _ONNX_MODES[attrs["mode"]],
+                    "coordinate_transformation_mode": attrs["coordinate_transformation_mode"],
+                    "nearest_mode": attrs["nearest_mode"], "cubic_coeff_a": float(attrs["cube_coeff"])}
+    if has_attribute("Resize", context.opset, "axes"):
+        resize_attrs["axes"] = axes
+    elif axes != list(range(rank)):
+        (shape,) = context.node("Shape", [context.input(layer, 0)], f"{layer.name}/shape")
+        (sizes,) = context.node("ScatterElements", [shape, context.int64s(axes, f"{layer.name}/axes"), sizes],
+                                f"{layer.name}/all_sizes", axis=0)
+    empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
+    context.node_into("Resize", [context.input(layer, 0), empty, empty, sizes], [context.name_output(layer, 0)],
+                      layer.name, **resize_attrs)
 
 
 def _axis(attrs: dict, length: int, out: int, scale: float, nearest: str) -> AxisResize:

@@ -10,8 +10,9 @@ sizes mode divides by output / input where onnxruntime divides by the model's sc
 the scale before truncating a length, and align_corners and same-length axes differ too. So the converter works out
 every resized axis in both worlds and refuses the node where they would sample differently
 (a nearest source that moves, a coordinate beyond a few ulps): that needs static lengths on the resized axes and
-known scales or sizes. Not convertible: tf_crop_and_resize and half_pixel_symmetric (Interpolate has no such
-mode), exclude_outside = 1 (Interpolate's cubic always clamps).
+known scales or sizes, except for sizes known only at run time (_computed_sizes). Not convertible:
+tf_crop_and_resize and half_pixel_symmetric (Interpolate has no such mode), exclude_outside = 1 (Interpolate's cubic
+always clamps).
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def resize(node: OnnxNode) -> list[Value]:
         # PyTorch's sizes on a dynamic batch, Concat(Slice(Shape(x), 0, 2), [h, w]): x's own dims marked -1
         rank = len(shape)
         values[2] = own_dims_marked(node.builder, sizes.ref, x.ref, [axis % rank for axis in axes])
+    if sizes is not None and values[2] is None and values[1] is None:
+        return _computed_sizes(node, settings, x, sizes, axes)
     for value, given in zip(values[1:], (scales, sizes)):
         if given is not None and value is None:
             raise ConversionError("the scales and sizes of a Resize must be constants (or fold to constants, or be "
@@ -86,6 +89,27 @@ def resize(node: OnnxNode) -> list[Value]:
         target = Value(node.const(np.array([plan.output for _, plan in plans], np.int64)), "i64", (len(plans),))
     axes_ref = Value(node.const(np.array([axis for axis, _ in plans], np.int64)), "i64", (len(plans),))
     return node.layer("Interpolate", [x, target, axes_ref], ir_attrs, name=node.name, newest=True)
+
+
+def _computed_sizes(node: OnnxNode, settings, x: Value, sizes: Value, axes: list[int]) -> list[Value]:
+    """Sizes only known at run time (a segmentation head upsampled to the image's dynamic height and width): both
+    engines read an axis at float32(output) / float32(input) with the same coordinate formula and copy an axis whose
+    length stays, so Interpolate in sizes mode samples as Resize does, with two exceptions refused here: align_corners
+    (o * (in - 1) / (out - 1) against o * ((in - 1) / (out - 1)): ulps apart, which can move a nearest source) and
+    keep_aspect_ratio_policy, whose scales depend on every axis's length."""
+    if settings.policy != "stretch":
+        raise ConversionError(f"keep_aspect_ratio_policy {settings.policy} with sizes known only at run time")
+    if settings.sampling == "nearest" and settings.coordinate_mode == "align_corners":
+        raise ConversionError("nearest align_corners with sizes known only at run time: the two worlds' coordinates "
+                              "are ulps apart, which can move a source; --input-shape can fix the shape")
+    rank = len(x.shape)
+    if len(sizes.shape) != 1 or sizes.shape[0] != len(axes):
+        raise ConversionError(f"sizes of shape {list(sizes.shape)} for {len(axes)} axes")
+    ir_attrs = {"mode": _IR_MODES[settings.sampling], "shape_calculation_mode": "sizes",
+                "coordinate_transformation_mode": settings.coordinate_mode, "nearest_mode": settings.nearest_mode,
+                "antialias": False, "pads_begin": (0,) * rank, "pads_end": (0,) * rank, "cube_coeff": settings.cubic_a}
+    axes_ref = Value(node.const(np.array([axis % rank for axis in axes], np.int64)), "i64", (len(axes),))
+    return node.layer("Interpolate", [x, sizes, axes_ref], ir_attrs, name=node.name, newest=True)
 
 
 def _ir_calculation(plans, by_scales: bool) -> str:

@@ -16,7 +16,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 from poolir import ir, runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
-from poolir.ir.errors import ConversionError
 from tests.peers import onnxruntime_run, openvino_run_xml
 
 ov = pytest.importorskip("openvino", reason="OpenVINO writes and runs the IRs of these tests")
@@ -61,10 +60,15 @@ def test_torchscript_sizes_on_a_dynamic_batch_convert_to_ir(mode, transform, tmp
         np.testing.assert_allclose(runtime.run(path, _feeds(batch))["y"], expected, rtol=1e-5, atol=1e-6)
 
 
-def test_sizes_from_another_tensors_shape_are_refused_naming_the_node():
-    """Relu(x) has x's shape, but nothing in the graph says so to a converter that reads it element by element."""
-    with pytest.raises(ConversionError, match="Resize.*constants.*input-shape"):
-        onnx_to_ir(_torchscript_resize(size_of="other"))
+def test_sizes_from_another_tensors_shape_are_passed_on_as_computed():
+    """Relu(x) has x's shape, but nothing in the graph says so to a converter that reads it element by element: the
+    sizes go to Interpolate as the graph computes them (tests/converter/test_resize_dynamic_sizes.py)."""
+    model = _torchscript_resize(size_of="other")
+    (interpolate,) = [layer for layer in onnx_to_ir(model).layers if layer.type == "Interpolate"]
+    assert interpolate.attrs["shape_calculation_mode"] == "sizes"
+    for batch in (1, 3):
+        np.testing.assert_allclose(runtime.run(onnx_to_ir(model), _feeds(batch))["y"],
+                                   onnxruntime_run(model, _feeds(batch))["y"], rtol=1e-5, atol=1e-6)
 
 
 def _openvino_frontend_ir(tmp_path, mode="linear_onnx"):

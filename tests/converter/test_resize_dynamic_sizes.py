@@ -1,0 +1,118 @@
+"""Resize / Interpolate with sizes known only at run time, both directions: a segmentation head upsampled to the
+image's dynamic height and width, Resize(p, '', '', Concat(Slice(Shape(p), 0, 2), Slice(Shape(x), 2, 4))) as
+PyTorch's exporters write F.interpolate(p, size=x.shape[-2:]).
+
+Both engines read such an axis at float32(output) / float32(input) with the same coordinate formula, so the sizes
+are passed on as the graph computes them (converter/onnx_to_ir/resize.py, _computed_sizes), except where the worlds
+are ulps apart and nearest sampling could move a source (align_corners), which is refused. Oracles: onnxruntime on
+the ONNX model, OpenVINO on the IR, each at two input shapes the converter never saw.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from poolir import ir, runtime
+from poolir.converter import ir_to_onnx, onnx_to_ir
+from poolir.ir.errors import ConversionError
+from tests.peers import onnxruntime_run, openvino_run_xml
+
+ov = pytest.importorskip("openvino", reason="OpenVINO writes and runs the IRs of these tests")
+
+SHAPES = [(1, 3, 17, 23), (2, 3, 32, 9)]
+MODES = [("linear", "half_pixel", "round_prefer_floor"), ("linear", "align_corners", "round_prefer_floor"),
+         ("linear", "pytorch_half_pixel", "round_prefer_floor"), ("cubic", "half_pixel", "round_prefer_floor"),
+         ("nearest", "asymmetric", "floor"), ("nearest", "half_pixel", "round_prefer_floor"),
+         ("nearest", "tf_half_pixel_for_nn", "ceil")]
+
+
+def _segmentation_head(mode, transform, nearest, opset=17, axes=False):
+    """x [N, 3, H, W] -> MaxPool 2x2 s2 ceil (exact in every engine) -> Resize back to [N, 3, H, W] by sizes from
+    x's shape (opset 18 with `axes`: the axes attribute [2, 3] and sizes Slice(Shape(x), 2, 4))."""
+    ints = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("zero", [0]), ("two", [2]), ("four", [4]))]
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+             helper.make_node("Shape", ["x"], ["x_shape"]),
+             helper.make_node("Slice", ["x_shape", "two", "four"], ["hw"])]
+    if axes:
+        sizes, extra = "hw", {"axes": [2, 3]}
+    else:
+        nodes += [helper.make_node("Shape", ["p"], ["p_shape"]),
+                  helper.make_node("Slice", ["p_shape", "zero", "two"], ["nc"]),
+                  helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0)]
+        sizes, extra = "sizes", {}
+    nodes.append(helper.make_node("Resize", ["p", "", "", sizes], ["y"], mode=mode, nearest_mode=nearest,
+                                  coordinate_transformation_mode=transform, **extra))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], ints)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _openvino_ir(model, tmp_path):
+    onnx.save(model, tmp_path / "head.onnx")
+    ov.save_model(ov.convert_model(tmp_path / "head.onnx"), str(tmp_path / "head.xml"), compress_to_fp16=False)
+    return tmp_path / "head.xml"
+
+
+def _feeds(shape):
+    return {"x": np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)}
+
+
+def _close(got, want, mode):
+    """Nearest copies elements: exact. Linear and cubic: to the ulps of the weights (align_corners' coordinates are
+    an ulp apart in the two worlds, the same agreement the constant-sizes conversion accepts)."""
+    if mode == "nearest":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+
+
+@pytest.mark.parametrize("mode,transform,nearest", MODES)
+@pytest.mark.parametrize("opset,axes", [(17, False), (18, True)], ids=["opset17", "opset18-axes"])
+def test_sizes_known_at_run_time_convert_to_ir(mode, transform, nearest, opset, axes, tmp_path):
+    model = _segmentation_head(mode, transform, nearest, opset, axes)
+    if mode == "nearest" and transform == "align_corners":
+        return
+    converted = onnx_to_ir(model)
+    (interpolate,) = [layer for layer in converted.layers if layer.type == "Interpolate"]
+    assert interpolate.attrs["shape_calculation_mode"] == "sizes"
+    ir.write_model(converted, tmp_path / "head.xml")
+    for shape in SHAPES:
+        want = onnxruntime_run(model, _feeds(shape))["y"]
+        assert want.shape == shape
+        _close(openvino_run_xml(tmp_path / "head.xml", _feeds(shape))["y"], want, mode)
+        _close(runtime.run(tmp_path / "head.xml", _feeds(shape))["y"], want, mode)
+
+
+@pytest.mark.parametrize("mode,transform,nearest", MODES)
+@pytest.mark.parametrize("source_opset,opset", [(17, 13), (17, 22), (18, 17), (18, 18)])
+def test_openvino_irs_with_sizes_known_at_run_time_convert_to_onnx(mode, transform, nearest, source_opset, opset,
+                                                                    tmp_path):
+    """OpenVINO's own IR of the head: Interpolate-11 in sizes mode, its sizes ShapeOf(x) (OpenVINO folds the Concat)
+    or, for the opset 18 model, a Slice of it with an axes input; before opset 18 Resize takes sizes for every axis,
+    scattered into the input's shape."""
+    path = _openvino_ir(_segmentation_head(mode, transform, nearest, source_opset, source_opset == 18), tmp_path)
+    back = ir_to_onnx(ir.read_model(path), opset=opset)
+    assert "Resize" in {node.op_type for node in back.graph.node}
+    for shape in SHAPES:
+        want = list(openvino_run_xml(path, _feeds(shape)).values())[0]
+        _close(list(onnxruntime_run(back, _feeds(shape)).values())[0], want, mode)
+
+
+def test_nearest_align_corners_with_sizes_known_at_run_time_is_refused_both_ways(tmp_path):
+    """o * (in - 1) / (out - 1) in onnxruntime, o * ((in - 1) / (out - 1)) in OpenVINO: an ulp apart, a nearest
+    source can move, and with lengths unknown the converter cannot check that it does not."""
+    model = _segmentation_head("nearest", "align_corners", "round_prefer_floor")
+    with pytest.raises(ConversionError, match="align_corners.*run time"):
+        onnx_to_ir(model)
+    with pytest.raises(ConversionError, match="align_corners.*run time"):
+        ir_to_onnx(ir.read_model(_openvino_ir(model, tmp_path)))
+
+
+def test_keep_aspect_ratio_with_sizes_known_at_run_time_is_refused():
+    model = _segmentation_head("linear", "half_pixel", "round_prefer_floor", 18, axes=True)
+    model.graph.node[-1].attribute.append(helper.make_attribute("keep_aspect_ratio_policy", "not_larger"))
+    with pytest.raises(ConversionError, match="keep_aspect_ratio_policy"):
+        onnx_to_ir(model)
