@@ -103,6 +103,8 @@ def _computed_sizes(node: OnnxNode, settings, x: Value, sizes: Value, axes: list
         raise ConversionError("nearest align_corners with sizes known only at run time: the two worlds' coordinates "
                               "are ulps apart, which can move a source; --input-shape can fix the shape")
     rank = len(x.shape)
+    if sizes.element_type != "i64":
+        raise InvalidModelError(f"the sizes of a Resize must be int64, got {sizes.element_type}")
     if len(sizes.shape) != 1 or sizes.shape[0] != len(axes):
         raise ConversionError(f"sizes of shape {list(sizes.shape)} for {len(axes)} axes")
     ir_attrs = {"mode": _IR_MODES[settings.sampling], "shape_calculation_mode": "sizes",

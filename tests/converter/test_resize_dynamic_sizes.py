@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from poolir import ir, runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
-from poolir.ir.errors import ConversionError
+from poolir.ir.errors import ConversionError, PoolirError
 from tests.peers import onnxruntime_run, openvino_run_xml
 
 ov = pytest.importorskip("openvino", reason="OpenVINO writes and runs the IRs of these tests")
@@ -115,4 +115,19 @@ def test_keep_aspect_ratio_with_sizes_known_at_run_time_is_refused():
     model = _segmentation_head("linear", "half_pixel", "round_prefer_floor", 18, axes=True)
     model.graph.node[-1].attribute.append(helper.make_attribute("keep_aspect_ratio_policy", "not_larger"))
     with pytest.raises(ConversionError, match="keep_aspect_ratio_policy"):
+        onnx_to_ir(model)
+
+
+@pytest.mark.parametrize("make_sizes,match", [
+    (lambda: [helper.make_node("Cast", ["x_shape"], ["sizes"], to=TensorProto.FLOAT)], "must be int64, got f32"),
+    (lambda: [helper.make_node("Slice", ["x_shape", "zero", "two"], ["sizes"])], r"sizes of shape \[2\] for 4 axes"),
+    (lambda: [helper.make_node("Unsqueeze", ["x_shape", "zero"], ["sizes"])], r"sizes of shape \[1, 4\]"),
+], ids=["float", "short", "2-D"])
+def test_bad_sizes_known_at_run_time_are_refused_naming_the_node(make_sizes, match):
+    model = _segmentation_head("linear", "half_pixel", "round_prefer_floor")
+    nodes = [node for node in model.graph.node if node.output[0] in ("p", "x_shape")] + make_sizes()
+    resize = model.graph.node[-1]
+    del model.graph.node[:]
+    model.graph.node.extend([*nodes, resize])
+    with pytest.raises(PoolirError, match=f"Resize.*{match}"):
         onnx_to_ir(model)
