@@ -119,8 +119,10 @@ def _located(location, paths: str) -> list[str]:
         lines.insert(3, f"      first difference at [{','.join(map(str, m.index))}]: {_value(m.actual)} instead of "
                         f"{_value(m.expected)}")
     if d.amplified:
-        lines.append("      its inputs agree, and poolir fed this path's own inputs computes this path's output: the node "
-                     "amplifies upstream rounding (ill-conditioned), it does not compute differently")
+        lines.append("      its inputs agree, and poolir fed this path's own inputs computes this path's output: the "
+                     "node does not compute differently; upstream differences inside the tolerance at its inputs are "
+                     "outside it here (amplified by an ill-conditioned node, or judged against this tensor's smaller "
+                     "range)")
     if d.unobserved_inputs:
         lines.append(f"      inputs this path does not expose (the cause may be there): "
                      f"{', '.join(d.unobserved_inputs)}")

@@ -24,7 +24,7 @@ from poolir.converter.verify import verify_paths
 from tests.networks import torchvision
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-pytest.importorskip("openvino", reason="the OpenVINO paths need openvino (pip install 'poolir[test]')")
+ov = pytest.importorskip("openvino", reason="the OpenVINO paths need openvino (pip install 'poolir[test]')")
 
 
 def invoke(*args: str):
@@ -126,6 +126,23 @@ def test_a_clean_network_exits_0_on_every_engine(squeezenet):
     assert "first diverges" not in result.output
     result = invoke(str(xml), "--source", str(source), "--peer", "openvino")
     assert result.exit_code == 0, result.output
+
+
+def test_source_warns_first_when_the_ir_stores_compressed_weights(squeezenet, tmp_path):
+    """OpenVINO's own IR with its default compress_to_fp16: every weight rounded to f16, which no conversion can
+    undo; the report says so before its rows, and not for the same IR saved uncompressed or for poolir's IR."""
+    source, xml = squeezenet
+    warnings = {}
+    for compressed in (True, False):
+        path = tmp_path / f"ov_{compressed}.xml"
+        ov.save_model(ov.convert_model(source), str(path), compress_to_fp16=compressed)
+        (report,) = verify_paths([path], source=source).models
+        warnings[compressed] = [w for w in report.warnings if "compress_to_fp16" in w]
+    weights = sum(1 for t in onnx.load(source).graph.initializer if t.data_type == onnx.TensorProto.FLOAT)
+    assert len(warnings[True]) == 1 and warnings[True][0].startswith(f"{weights} weight tensors are stored as f16")
+    assert warnings[False] == []
+    (report,) = verify_paths([xml], source=source).models
+    assert not any("compress_to_fp16" in w for w in report.warnings)
 
 
 @pytest.mark.slow
