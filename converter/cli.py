@@ -17,7 +17,7 @@ from poolir.converter import cmd_convert, cmd_inspect, cmd_run, cmd_verify
 from poolir.converter.exit_codes import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MISMATCH
 from poolir.converter.json_errors import error_document, wants_json
 from poolir.ir.atomic import install_signal_cleanup
-from poolir.ir.budget import ENVIRONMENT_VARIABLE, set_max_memory
+from poolir.ir.budget import DEFAULT_MAX_MEMORY, ENVIRONMENT_VARIABLE, human_size, set_max_memory
 from poolir.ir.errors import MESSAGE_LIMIT, WORD_LIMIT, PoolirError, printable
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERNAL", "EXIT_MISMATCH", "fail", "main"]
@@ -79,7 +79,8 @@ def fail(message: str, *, file: str | None = None, where: str | None = None, kin
 @click.version_option(_package_version(), "--version", prog_name="poolir", message="%(prog)s %(version)s")
 @click.option("--max-memory", metavar="SIZE", default=None,
               help=f"Memory budget for tensor data a file may make poolir allocate (bytes, or 512M, 16G; default "
-                   f"4G, or ${ENVIRONMENT_VARIABLE}). Larger models are refused before allocating.")
+                   f"{human_size(DEFAULT_MAX_MEMORY)}, or ${ENVIRONMENT_VARIABLE}). Larger models are refused before "
+                   f"allocating.")
 def main(max_memory: str | None) -> None:
     """Convert, run, inspect and verify CNNs between ONNX and OpenVINO IR: the pooling family exact in both
     worlds, and the classic model-zoo operators around it."""

@@ -5,6 +5,7 @@ Each runs in a subprocess under RLIMIT_AS, so a regression fails cleanly instead
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 import zipfile
@@ -13,9 +14,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from click.testing import CliRunner
 from onnx import TensorProto, helper
 
 from poolir import ir
+from poolir.converter.cli import main
 from poolir.ir.budget import DEFAULT_MAX_MEMORY, check_bytes, max_memory, parse_size, set_max_memory
 from poolir.ir.errors import BudgetError, UsageError
 from tests.robustness.test_memory import _assert_refused, _ir, poolir_capped
@@ -148,3 +151,10 @@ def test_an_ir_run_with_dynamic_inputs_is_checked_with_the_feeds_shapes(tmp_path
     np.save(tmp_path / "x.npy", np.ones((6000, 1), np.float32))  # a 2.4 GB output
     done = poolir_capped("run", path, "--input", f"x={tmp_path / 'x.npy'}")
     _assert_refused(done, path, "layer 'mul' (id 2, Multiply): the inferred output [6000,100000] of f32")
+
+
+def test_the_help_states_the_default_budget_the_code_applies(monkeypatch):
+    """The help once said 4G while the budget was 2 GiB: the stated default is read back and applied."""
+    monkeypatch.delenv("POOLIR_MAX_MEMORY", raising=False)
+    stated = re.search(r"default\s+(\d+)\s+GiB", " ".join(CliRunner().invoke(main, ["--help"]).output.split()))
+    assert stated is not None and parse_size(f"{stated.group(1)}G") == max_memory() == DEFAULT_MAX_MEMORY
