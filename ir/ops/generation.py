@@ -23,7 +23,7 @@ from poolir.ir.element_types import dtype_of, is_integer
 from poolir.ir.errors import InvalidModelError, UsageError
 from poolir.ir.model import Dim, Layer, shape_str
 from poolir.ir.registry import ShapeRules
-from poolir.ir.shapes import TensorInfo, folded
+from poolir.ir.shapes import MAX_FOLDED_ELEMENTS, TensorInfo, folded
 
 _NUMERIC = ("f16", "bf16", "f32", "f64", "i8", "u8", "i32", "i64")
 
@@ -125,7 +125,7 @@ def infer_range(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     # Range(2, rank) as the axes of a global pooling on a dynamic batch): its value is kept, exact in any precision.
     bounds = [info.value[()] for info in inputs]
     count = folded_count(layer, *bounds)
-    if not is_integer(element_type):
+    if not is_integer(element_type) or count > MAX_FOLDED_ELEMENTS:   # a hostile count is never materialized
         return [TensorInfo(element_type, (Dim.static(count),))]
     start, _, step = (int(value) for value in cast_bounds(layer, *bounds))
     return [folded(element_type, (Dim.static(count),), np.arange(count, dtype=np.int64) * step + start)]

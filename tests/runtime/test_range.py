@@ -5,6 +5,8 @@ its spec). Expected values come from the engines or from the formula written in 
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import onnx
 import openvino as ov
@@ -318,3 +320,25 @@ def test_a_global_pool_on_a_dynamic_batch_as_openvino_reads_it_converts_to_onnx(
     feeds = {"x": np.random.default_rng(0).standard_normal((3, 8, 6, 5)).astype(np.float32)}
     want = _only(openvino_run_xml(tmp_path / "model.xml", feeds))
     np.testing.assert_allclose(_only(onnxruntime_run(back, feeds)), want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("stop,folds", [(4096, True), (4097, False), (2**30, False)])
+def test_integer_range_values_are_folded_only_when_small(stop, folds):
+    """Shape inference keeps an integer Range's value up to ir.shapes.MAX_FOLDED_ELEMENTS; a larger count is only a
+    length, never materialized (a hostile file's 2**30 elements would be 8 GiB, allocated while reading it)."""
+    from poolir.ir.builder import GraphBuilder
+    builder = GraphBuilder("range")
+    bounds = [builder.const(np.array(v, np.int64)) for v in (0, stop, 1)]
+    tracemalloc.start()
+    try:
+        (out,) = builder.add("Range", "opset4", bounds, {"output_type": "i64"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20        # numpy reports its allocations to tracemalloc
+    info = builder.info(out)
+    assert info.shape[0].value == stop
+    if folds:
+        np.testing.assert_array_equal(info.value, np.arange(stop))
+    else:
+        assert info.value is None
