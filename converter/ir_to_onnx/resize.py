@@ -64,6 +64,10 @@ def interpolate(context: Context, layer: Layer) -> None:
     padded = [None if d.value is None else d.value + b + e for d, b, e in zip(data.shape, begins, ends)]
     lengths = [out_dims[axis] for axis in axes] if scales_mode else [int(v) for v in np.ravel(given)]
     if any(padded[axis] is None for axis in axes) or None in lengths:
+        resized = [(axis, float(f)) for axis, f in zip(axes, np.ravel(given)) if f != 1] if scales_mode else []
+        if resized and all(f in _EXACT_SCALES for _, f in resized) and not any(begins + ends):
+            _integer_scales(context, layer, rank, resized)
+            return
         raise ConversionError("Interpolate needs static input and output lengths on the resized axes")
     if not axes:
         context.node_into("Identity", [context.input(layer, 0)], [context.name_output(layer, 0)], layer.name)
@@ -130,6 +134,37 @@ def _computed_sizes(context: Context, layer: Layer, target: int, rank: int, axes
                                 f"{layer.name}/all_sizes", axis=0)
     empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
     context.node_into("Resize", [context.input(layer, 0), empty, empty, sizes], [context.name_output(layer, 0)],
+                      layer.name, **resize_attrs)
+
+
+# Integer scales Interpolate's scales mode turns into the lengths Resize gives (k * n) for every length below 786,432
+# (OpenVINO truncates n * float32(k + 1e-6): k = 2 doubles 983,040 into one element more), found by trying every n.
+_EXACT_SCALES = (2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0)
+MAX_DYNAMIC_UPSAMPLED_LENGTH = 786_431
+
+
+def _integer_scales(context: Context, layer: Layer, rank: int, resized: list[tuple[int, float]]) -> None:
+    """Integer scales 2..8 on dynamic axes (OpenVINO's IR of nn.Upsample(scale_factor=2) exported with a dynamic
+    height and width): Resize with the same scales reads every axis at k, as scales mode does, and makes it as long
+    up to MAX_DYNAMIC_UPSAMPLED_LENGTH, a bound no image reaches. Nearest mode simple is floor when upsampling (its
+    truncation differs only below 0, where both clamp to 0); nearest align_corners is refused (coordinates an ulp
+    apart)."""
+    attrs = layer.attrs
+    if attrs["mode"] == "nearest" and attrs["coordinate_transformation_mode"] == "align_corners":
+        raise ConversionError("nearest align_corners with lengths known only at run time: the two worlds' "
+                              "coordinates are ulps apart, which can move a source")
+    nearest = "floor" if attrs["nearest_mode"] == "simple" else attrs["nearest_mode"]
+    resize_attrs = {"mode": _ONNX_MODES[attrs["mode"]],
+                    "coordinate_transformation_mode": attrs["coordinate_transformation_mode"],
+                    "nearest_mode": nearest, "cubic_coeff_a": float(attrs["cube_coeff"])}
+    factors = dict(resized)
+    if has_attribute("Resize", context.opset, "axes"):
+        resize_attrs["axes"] = list(factors)
+    else:
+        factors = {axis: factors.get(axis, 1.0) for axis in range(rank)}
+    empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
+    scales = context.initializer(np.array(list(factors.values()), np.float32), f"{layer.name}/scales")
+    context.node_into("Resize", [context.input(layer, 0), empty, scales], [context.name_output(layer, 0)],
                       layer.name, **resize_attrs)
 
 

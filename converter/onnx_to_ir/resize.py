@@ -67,6 +67,10 @@ def resize(node: OnnxNode) -> list[Value]:
     kept = set() if not by_scales and settings.policy != "stretch" else \
         kept_whatever_length(axes, values[1] if by_scales else values[2], dynamic, by_scales)
     if any(shape[axis] is None and axis not in kept for axis in axes if -len(shape) <= axis < len(shape)):
+        if by_scales and len(np.ravel(values[1])) == len(axes):
+            resized = [(axis % len(shape), float(f)) for axis, f in zip(axes, np.ravel(values[1])) if f != 1]
+            if all(f.is_integer() and f >= 2 for _, f in resized):
+                return _integer_scales(node, settings, x, [(axis, int(f)) for axis, f in resized])
         raise ConversionError(f"Resize needs static lengths on the resized axes, got input dims {list(shape)}")
     static = tuple(n if n is not None else 1 for n in shape)  # see kept_whatever_length: any length will do
     if values[2] is not None and kept:
@@ -99,18 +103,41 @@ def _computed_sizes(node: OnnxNode, settings, x: Value, sizes: Value, axes: list
     keep_aspect_ratio_policy, whose scales depend on every axis's length."""
     if settings.policy != "stretch":
         raise ConversionError(f"keep_aspect_ratio_policy {settings.policy} with sizes known only at run time")
-    if settings.sampling == "nearest" and settings.coordinate_mode == "align_corners":
-        raise ConversionError("nearest align_corners with sizes known only at run time: the two worlds' coordinates "
-                              "are ulps apart, which can move a source; --input-shape can fix the shape")
     rank = len(x.shape)
     if sizes.element_type != "i64":
         raise InvalidModelError(f"the sizes of a Resize must be int64, got {sizes.element_type}")
     if len(sizes.shape) != 1 or sizes.shape[0] != len(axes):
         raise ConversionError(f"sizes of shape {list(sizes.shape)} for {len(axes)} axes")
+    return _interpolate_sizes(node, settings, x, sizes, [axis % rank for axis in axes])
+
+
+def _integer_scales(node: OnnxNode, settings, x: Value, resized: list[tuple[int, int]]) -> list[Value]:
+    """Integer scales k >= 2 on dynamic axes (nn.Upsample(scale_factor=2) in a network exported with a dynamic height
+    and width). Resize reads such an axis at k and makes it trunc(k * n) long; Interpolate in sizes mode with sizes
+    n * k computed in the graph (ShapeOf, Gather, Multiply) reads it at float32(k * n) / float32(n), which is k, and
+    makes it k * n long: the same while k * n is exact in float32 (below 2^24, what onnxruntime's float32 product
+    needs itself). Scales mode would not do: OpenVINO truncates n * (k + 1e-6), one more element for n near 10^6."""
+    axes = np.array([axis for axis, _ in resized], np.int64)
+    shape = node.layer("ShapeOf", [x], {"output_type": "i64"}, name=f"{node.name}/shape")[0]
+    picked = node.layer("Gather", [shape, Value(node.const(axes), "i64", (len(axes),)),
+                                   Value(node.const(np.array(0, np.int64)), "i64", ())],
+                        {"batch_dims": 0}, name=f"{node.name}/lengths", newest=True)[0]
+    factors = Value(node.const(np.array([k for _, k in resized], np.int64)), "i64", (len(axes),))
+    sizes = node.layer("Multiply", [picked, factors], {"auto_broadcast": "numpy"}, name=f"{node.name}/sizes")[0]
+    return _interpolate_sizes(node, settings, x, sizes, [int(axis) for axis in axes])
+
+
+def _interpolate_sizes(node: OnnxNode, settings, x: Value, sizes: Value, axes: list[int]) -> list[Value]:
+    """Interpolate-11 in sizes mode with sizes computed in the graph, for `axes`; nearest align_corners refused (the
+    two worlds' o * (in - 1) / (out - 1) and o * ((in - 1) / (out - 1)) are ulps apart, which can move a source)."""
+    if settings.sampling == "nearest" and settings.coordinate_mode == "align_corners":
+        raise ConversionError("nearest align_corners with lengths known only at run time: the two worlds' "
+                              "coordinates are ulps apart, which can move a source; --input-shape can fix the shape")
+    rank = len(x.shape)
     ir_attrs = {"mode": _IR_MODES[settings.sampling], "shape_calculation_mode": "sizes",
                 "coordinate_transformation_mode": settings.coordinate_mode, "nearest_mode": settings.nearest_mode,
                 "antialias": False, "pads_begin": (0,) * rank, "pads_end": (0,) * rank, "cube_coeff": settings.cubic_a}
-    axes_ref = Value(node.const(np.array([axis % rank for axis in axes], np.int64)), "i64", (len(axes),))
+    axes_ref = Value(node.const(np.array(axes, np.int64)), "i64", (len(axes),))
     return node.layer("Interpolate", [x, sizes, axes_ref], ir_attrs, name=node.name, newest=True)
 
 

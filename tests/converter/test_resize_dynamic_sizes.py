@@ -6,6 +6,10 @@ Both engines read such an axis at float32(output) / float32(input) with the same
 are passed on as the graph computes them (converter/onnx_to_ir/resize.py, _computed_sizes), except where the worlds
 are ulps apart and nearest sampling could move a source (align_corners), which is refused. Oracles: onnxruntime on
 the ONNX model, OpenVINO on the IR, each at two input shapes the converter never saw.
+
+Integer scales on dynamic axes (nn.Upsample(scale_factor=2) with a dynamic height and width) convert too: to IR as
+sizes ShapeOf * k, read at k as Resize reads them; from OpenVINO's scales mode as Resize with the same scales, whose
+lengths agree below ir_to_onnx.resize.MAX_DYNAMIC_UPSAMPLED_LENGTH (pinned at the bound by both engines).
 """
 
 from __future__ import annotations
@@ -131,3 +135,69 @@ def test_bad_sizes_known_at_run_time_are_refused_naming_the_node(make_sizes, mat
     model.graph.node.extend([*nodes, resize])
     with pytest.raises(PoolirError, match=f"Resize.*{match}"):
         onnx_to_ir(model)
+
+
+# -- integer scales on dynamic axes: nn.Upsample(scale_factor=k) exported with a dynamic height and width ----------
+
+UPSAMPLES = [("nearest", "asymmetric", "floor", [1, 1, 2, 2]),
+             ("linear", "half_pixel", "round_prefer_floor", [1, 1, 2, 2]),
+             ("linear", "align_corners", "round_prefer_floor", [1, 1, 2, 2]),
+             ("cubic", "half_pixel", "round_prefer_floor", [1, 1, 3, 4]),
+             ("nearest", "half_pixel", "round_prefer_ceil", [1, 1, 4, 3]),
+             ("nearest", "asymmetric", "floor", [1, 1, 2, 1])]
+
+
+def _upsample(mode, transform, nearest, scales, width="W"):
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode,
+                            coordinate_transformation_mode=transform, nearest_mode=nearest)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", width])
+    graph = helper.make_graph([node], "g", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array(scales, np.float32), "scales")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("mode,transform,nearest,scales", UPSAMPLES, ids=str)
+def test_integer_scales_on_dynamic_axes_convert_to_ir(mode, transform, nearest, scales, tmp_path):
+    """Interpolate in sizes mode with sizes ShapeOf * k: read at (k * n) / n = k, as Resize reads at k."""
+    model = _upsample(mode, transform, nearest, scales)
+    ir.write_model(onnx_to_ir(model), tmp_path / "up.xml")
+    for shape in [*SHAPES, (1, 3, 1, 1)]:
+        want = onnxruntime_run(model, _feeds(shape))["y"]
+        _close(openvino_run_xml(tmp_path / "up.xml", _feeds(shape))["y"], want, mode)
+        _close(runtime.run(tmp_path / "up.xml", _feeds(shape))["y"], want, mode)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("mode,transform,nearest,scales", UPSAMPLES, ids=str)
+def test_openvino_integer_scales_on_dynamic_axes_convert_to_onnx(mode, transform, nearest, scales, opset, tmp_path):
+    path = _openvino_ir(_upsample(mode, transform, nearest, scales), tmp_path)
+    back = ir_to_onnx(ir.read_model(path), opset=opset)
+    for shape in [*SHAPES, (1, 3, 1, 1)]:
+        want = list(openvino_run_xml(path, _feeds(shape)).values())[0]
+        _close(list(onnxruntime_run(back, _feeds(shape)).values())[0], want, mode)
+
+
+@pytest.mark.slow
+def test_the_length_bound_of_converted_dynamic_integer_scales_is_where_openvino_departs(tmp_path):
+    """OpenVINO's scales mode truncates n * float32(k + 1e-6): below MAX_DYNAMIC_UPSAMPLED_LENGTH every k in 2..8
+    gives k * n as Resize does (k = 8 at the bound itself); k = 2 at n = 983,040 gives one element more, which is why
+    the bound is stated."""
+    from poolir.converter.ir_to_onnx.resize import MAX_DYNAMIC_UPSAMPLED_LENGTH
+    for k, n, agree in [(8, MAX_DYNAMIC_UPSAMPLED_LENGTH, True), (2, 983_040, False)]:
+        model = _upsample("nearest", "asymmetric", "floor", [1, 1, 1, k], width="W")
+        path = _openvino_ir(model, tmp_path)
+        back = ir_to_onnx(ir.read_model(path))
+        feeds = {"x": np.arange(3 * n, dtype=np.float32).reshape(1, 3, 1, n)}
+        ov_length = list(openvino_run_xml(path, feeds).values())[0].shape[-1]
+        assert list(onnxruntime_run(back, feeds).values())[0].shape[-1] == k * n
+        assert (ov_length == k * n) == agree, (k, n, ov_length)
+
+
+def test_non_integer_scales_on_dynamic_axes_are_still_refused(tmp_path):
+    """Scale 1.5: the two worlds' length rules differ for some n (OpenVINO adds 1e-6), and n is unknown."""
+    model = _upsample("linear", "half_pixel", "round_prefer_floor", [1, 1, 1.5, 1.5])
+    with pytest.raises(ConversionError, match="static lengths"):
+        onnx_to_ir(model)
+    with pytest.raises(ConversionError, match="static .*lengths"):
+        ir_to_onnx(ir.read_model(_openvino_ir(model, tmp_path)))
