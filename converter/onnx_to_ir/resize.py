@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
-from poolir.converter.shape_elements import kept_whatever_length, own_dims_marked
+from poolir.converter.shape_elements import DimOf, kept_whatever_length, own_dims_marked, shape_elements
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.ops.resize import output_lengths
 from poolir.runtime.kernels.resize import AxisResize, same_sampling
@@ -108,7 +108,20 @@ def _computed_sizes(node: OnnxNode, settings, x: Value, sizes: Value, axes: list
         raise InvalidModelError(f"the sizes of a Resize must be int64, got {sizes.element_type}")
     if len(sizes.shape) != 1 or sizes.shape[0] != len(axes):
         raise ConversionError(f"sizes of shape {list(sizes.shape)} for {len(axes)} axes")
-    return _interpolate_sizes(node, settings, x, sizes, [axis % rank for axis in axes])
+    axes = [axis % rank for axis in axes]
+    # Leave out the axes whose size is known to be the input's own length (copied by both engines), so that shape
+    # inference keeps their dims ([?, C, ?, ?] for PyTorch's Concat(Slice(Shape(p), 0, 2), Slice(Shape(x), 2, 4)))
+    elements = shape_elements(node.builder, sizes.ref) or [None] * len(axes)
+    resized = [i for i, (axis, element) in enumerate(zip(axes, elements))
+               if element != DimOf(x.ref, axis) and (x.shape[axis] is None or element != x.shape[axis])]
+    if not resized:
+        return [x]
+    if len(resized) < len(axes):
+        positions = Value(node.const(np.array(resized, np.int64)), "i64", (len(resized),))
+        sizes = node.layer("Gather", [sizes, positions, Value(node.const(np.array(0, np.int64)), "i64", ())],
+                           {"batch_dims": 0}, name=f"{node.name}/resized_sizes", newest=True)[0]
+        axes = [axes[i] for i in resized]
+    return _interpolate_sizes(node, settings, x, sizes, axes)
 
 
 def _integer_scales(node: OnnxNode, settings, x: Value, resized: list[tuple[int, int]]) -> list[Value]:

@@ -123,17 +123,29 @@ def infer_interpolate(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo
         # Without axes there is one scale or size per axis (checked when the run knows them); OpenVINO's ONNX
         # frontend writes such sizes for a dynamic batch (Concat(Slice(ShapeOf(x), 0, 2), [h, w]) with a computed
         # step), and so does any exporter that slices a shape with run-time bounds.
-        return [TensorInfo(data.element_type, tuple(Dim.dynamic() for _ in data.shape))]
+        if axes is None or axes.value is None:
+            return [TensorInfo(data.element_type, tuple(Dim.dynamic() for _ in data.shape))]
+        # Known axes (sizes computed at run time, converter/onnx_to_ir/resize.py): the other axes keep their lengths
+        placeholder = np.zeros(np.size(axes.value) if count is None else count)
+        chosen = resized_axes(layer, rank, placeholder if scales is not None else None,
+                              placeholder if sizes is not None else None, axes.value)
+        return [TensorInfo(data.element_type, _output_dims(layer, data, chosen, [None] * len(chosen)))]
     chosen = resized_axes(layer, rank, None if scales is None else scales.value, None if sizes is None else sizes.value,
                           None if axes is None else axes.value)
     padded = padded_lengths(layer, [d.value for d in data.shape])
     lengths = output_lengths(padded, chosen, None if scales is None else scales.value,
                              None if sizes is None else sizes.value)
+    return [TensorInfo(data.element_type, _output_dims(layer, data, chosen, lengths))]
+
+
+def _output_dims(layer: Layer, data: TensorInfo, chosen: list[int], lengths: list[int | None]) -> tuple[Dim, ...]:
+    """The data's dims after the pads, with `lengths` (None: unknown) on the resized axes `chosen`."""
+    padded = padded_lengths(layer, [d.value for d in data.shape])
     dims = [d if n == d.value else (Dim.static(n) if n is not None else Dim.dynamic())
             for d, n in zip(data.shape, padded)]
     for axis, n in zip(chosen, lengths):
         dims[axis] = Dim.static(n) if n is not None else Dim.dynamic()
-    return [TensorInfo(data.element_type, tuple(dims))]
+    return tuple(dims)
 
 
 def coordinate_scales(padded: list[int], axes: list[int], lengths: list[int], scales) -> list[float]:

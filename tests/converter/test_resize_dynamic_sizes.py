@@ -22,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 from poolir import ir, runtime
 from poolir.converter import ir_to_onnx, onnx_to_ir
 from poolir.ir.errors import ConversionError, PoolirError
+from poolir.ir.infer import infer_model
 from tests.peers import onnxruntime_run, openvino_run_xml
 
 ov = pytest.importorskip("openvino", reason="OpenVINO writes and runs the IRs of these tests")
@@ -83,6 +84,10 @@ def test_sizes_known_at_run_time_convert_to_ir(mode, transform, nearest, opset, 
     (interpolate,) = [layer for layer in converted.layers if layer.type == "Interpolate"]
     assert interpolate.attrs["shape_calculation_mode"] == "sizes"
     ir.write_model(converted, tmp_path / "head.xml")
+    # the axes it keeps keep their dims in shape inference, as in OpenVINO's: [?, 3, ?, ?]
+    dims = infer_model(converted).outputs[(interpolate.id, interpolate.outputs[0].id)].shape
+    assert str(ov.Core().read_model(tmp_path / "head.xml").output(0).partial_shape) == "[?,3,?,?]"
+    assert [d.value for d in dims] == [None, 3, None, None]
     for shape in SHAPES:
         want = onnxruntime_run(model, _feeds(shape))["y"]
         assert want.shape == shape
