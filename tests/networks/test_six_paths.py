@@ -81,9 +81,14 @@ def test_a_dynamic_batch_agrees_on_all_six_paths(built, name, style, tmp_path):
     _assert_all_agree(outcomes, f"{name} ({style}) with a dynamic batch of 2")
 
 
-# -- the model-zoo graphs at full size (VGG-19 has 550 MB of weights) --------------------------------------------
+# -- the model-zoo graphs at full size -------------------------------------------------------------------------
+# VGG-19 (550 MB of weights, 51 s here: a third of CI's margin) is left to test_peers and test_poolir_runs, which run
+# it against onnxruntime and OpenVINO; its layers are AlexNet's and ZFNet's, which take all six paths here.
+SIX_PATH_ZOO = [name for name in zoo.light_models() if name != "vgg19"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", zoo.light_models())
+@pytest.mark.parametrize("name", SIX_PATH_ZOO)
 def test_the_zoo_graph_agrees_on_all_six_paths(name, tmp_path):
     model = zoo.light_model(name, seed=0)
     path = tmp_path / f"{name}.onnx"

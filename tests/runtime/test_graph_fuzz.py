@@ -54,7 +54,7 @@ def test_graph_fuzz_fixed_seeds(tmp_path):
 
 @pytest.mark.slow
 def test_graph_fuzz_many_seeds(tmp_path):
-    seeds = range(300, 3300)
+    seeds = range(300, 2300)   # 2,000 graphs, about a minute on CI's 2 cores
     problems, valid, refused = _run(seeds, tmp_path)
     assert not problems, "\n".join(problems)
     assert valid > len(seeds) * 2 // 3 and refused < valid // 10, (valid, refused)
