@@ -22,7 +22,7 @@ from poolir.converter.shape_elements import kept_whatever_length, own_dims_marke
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.ops.resize import coordinate_scales, pads, resized_axes
-from poolir.runtime.kernels.resize import NEAREST_MODES, AxisResize, same_sampling
+from poolir.runtime.kernels.resize import NEAREST_MODES, AxisResize, run_time_length_problem, same_sampling
 
 _ONNX_MODES = {"nearest": "nearest", "linear_onnx": "linear", "cubic": "cubic"}
 
@@ -44,12 +44,11 @@ def interpolate(context: Context, layer: Layer) -> None:
     scales_mode = attrs["shape_calculation_mode"] == "scales"
     if given is None and not scales_mode and (axes_value is not None or len(layer.inputs) <= axes_index):
         # OpenVINO's frontend keeps PyTorch's Concat(Slice(ShapeOf(x), 0, 2), [h, w]): x's own dims marked -1
-        axes = list(range(rank)) if axes_value is None else [int(a) for a in np.ravel(axes_value)]
+        axes = list(range(rank)) if axes_value is None else [int(a) % rank for a in np.ravel(axes_value)]
         given = own_dims_marked(context, context.input_ref(layer, target), context.input_ref(layer, 0), axes)
-    if given is None and not scales_mode and (axes_value is not None or len(layer.inputs) <= axes_index):
-        _computed_sizes(context, layer, target, rank,
-                        list(range(rank)) if axes_value is None else [int(a) % rank for a in np.ravel(axes_value)])
-        return
+        if given is None:
+            _computed_sizes(context, layer, target, rank, axes)
+            return
     if given is None or (len(layer.inputs) > axes_index and axes_value is None):
         raise ConversionError("Interpolate needs constant scales or sizes and axes (or sizes that are the input's own "
                               "dims on the axes it keeps)")
@@ -82,9 +81,7 @@ def interpolate(context: Context, layer: Layer) -> None:
             raise ConversionError("Interpolate with negative pads (a crop) is not converted")
         (source,) = context.node("Pad", [source, context.int64s(begins + ends, f"{layer.name}/pads")],
                                  f"{layer.name}/padded", mode="constant")
-    resize_attrs = {"mode": _ONNX_MODES[attrs["mode"]],
-                    "coordinate_transformation_mode": attrs["coordinate_transformation_mode"],
-                    "nearest_mode": nearest_mode, "cubic_coeff_a": float(attrs["cube_coeff"])}
+    resize_attrs = _resize_attributes(attrs, nearest_mode)
     if has_attribute("Resize", context.opset, "axes"):
         resize_attrs["axes"] = list(axes)
         chosen = list(range(len(axes)))
@@ -97,19 +94,33 @@ def interpolate(context: Context, layer: Layer) -> None:
         targets = [(1.0, out_dims[axis]) for axis in range(rank)]
         for axis, ir_axis in zip(axes, ir_axes):
             targets[axis] = (ir_axis.scale, ir_axis.output)
-    empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
     if calc == "scales":
         scales = context.initializer(np.array([targets[i][0] for i in chosen], np.float32), f"{layer.name}/scales")
-        inputs = [source, empty, scales]
+        _write_resize(context, layer, source, resize_attrs, scales=scales)
     else:
-        inputs = [source, empty, empty, context.int64s([targets[i][1] for i in chosen], f"{layer.name}/sizes")]
+        sizes = context.int64s([targets[i][1] for i in chosen], f"{layer.name}/sizes")
+        _write_resize(context, layer, source, resize_attrs, sizes=sizes)
+
+
+def _resize_attributes(attrs: dict, nearest_mode: str) -> dict:
+    """Resize's attributes for an Interpolate layer's `attrs`, with the nearest mode that samples alike."""
+    return {"mode": _ONNX_MODES[attrs["mode"]],
+            "coordinate_transformation_mode": attrs["coordinate_transformation_mode"],
+            "nearest_mode": nearest_mode, "cubic_coeff_a": float(attrs["cube_coeff"])}
+
+
+def _write_resize(context: Context, layer: Layer, source: str, resize_attrs: dict, *, scales: str | None = None,
+                  sizes: str | None = None) -> None:
+    """The Resize node writing the layer's output: an empty roi, and scales or sizes."""
+    empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
+    inputs = [source, empty, scales] if sizes is None else [source, empty, empty, sizes]
     context.node_into("Resize", inputs, [context.name_output(layer, 0)], layer.name, **resize_attrs)
 
 
 def _computed_sizes(context: Context, layer: Layer, target: int, rank: int, axes: list[int]) -> None:
-    """Sizes known only at run time: Resize with the same sizes samples alike (converter/onnx_to_ir/resize.py,
-    _computed_sizes: the same rule, and the same two exceptions), unpadded and without nearest mode simple, whose
-    ceil-or-truncate choice depends on the lengths. Before opset 18 the sizes of the other axes are the input's own."""
+    """Sizes known only at run time: Resize with the same sizes samples alike (the rule of converter/onnx_to_ir/
+    resize.py, _computed_sizes, and run_time_length_problem's exception), unpadded and without nearest mode simple,
+    whose ceil-or-truncate choice depends on the lengths. Before opset 18 the other axes' sizes are the input's own."""
     attrs = layer.attrs
     begins, ends = pads(layer, rank)
     if any(begins) or any(ends):
@@ -117,24 +128,24 @@ def _computed_sizes(context: Context, layer: Layer, target: int, rank: int, axes
     if attrs["nearest_mode"] == "simple" and attrs["mode"] == "nearest":
         raise ConversionError("nearest mode simple with sizes known only at run time: Resize's floor or ceil agrees "
                               "only for known lengths")
-    if attrs["mode"] == "nearest" and attrs["coordinate_transformation_mode"] == "align_corners":
-        raise ConversionError("nearest align_corners with sizes known only at run time: the two worlds' coordinates "
-                              "are ulps apart, which can move a source")
+    _refuse_run_time_lengths(attrs)
     sizes = context.input(layer, target)
     if context.input_info(layer, target).element_type != "i64":
         (sizes,) = context.node("Cast", [sizes], f"{layer.name}/sizes", to=onnx_element_type("i64"))
-    resize_attrs = {"mode": _ONNX_MODES[attrs["mode"]],
-                    "coordinate_transformation_mode": attrs["coordinate_transformation_mode"],
-                    "nearest_mode": attrs["nearest_mode"], "cubic_coeff_a": float(attrs["cube_coeff"])}
+    resize_attrs = _resize_attributes(attrs, attrs["nearest_mode"])
     if has_attribute("Resize", context.opset, "axes"):
         resize_attrs["axes"] = axes
     elif axes != list(range(rank)):
         (shape,) = context.node("Shape", [context.input(layer, 0)], f"{layer.name}/shape")
         (sizes,) = context.node("ScatterElements", [shape, context.int64s(axes, f"{layer.name}/axes"), sizes],
                                 f"{layer.name}/all_sizes", axis=0)
-    empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
-    context.node_into("Resize", [context.input(layer, 0), empty, empty, sizes], [context.name_output(layer, 0)],
-                      layer.name, **resize_attrs)
+    _write_resize(context, layer, context.input(layer, 0), resize_attrs, sizes=sizes)
+
+
+def _refuse_run_time_lengths(attrs: dict) -> None:
+    problem = run_time_length_problem(_ONNX_MODES[attrs["mode"]], attrs["coordinate_transformation_mode"])
+    if problem:
+        raise ConversionError(problem)
 
 
 # Integer scales Interpolate's scales mode turns into the lengths Resize gives (k * n) for every length below 786,432
@@ -150,22 +161,15 @@ def _integer_scales(context: Context, layer: Layer, rank: int, resized: list[tup
     truncation differs only below 0, where both clamp to 0); nearest align_corners is refused (coordinates an ulp
     apart)."""
     attrs = layer.attrs
-    if attrs["mode"] == "nearest" and attrs["coordinate_transformation_mode"] == "align_corners":
-        raise ConversionError("nearest align_corners with lengths known only at run time: the two worlds' "
-                              "coordinates are ulps apart, which can move a source")
-    nearest = "floor" if attrs["nearest_mode"] == "simple" else attrs["nearest_mode"]
-    resize_attrs = {"mode": _ONNX_MODES[attrs["mode"]],
-                    "coordinate_transformation_mode": attrs["coordinate_transformation_mode"],
-                    "nearest_mode": nearest, "cubic_coeff_a": float(attrs["cube_coeff"])}
+    _refuse_run_time_lengths(attrs)
+    resize_attrs = _resize_attributes(attrs, "floor" if attrs["nearest_mode"] == "simple" else attrs["nearest_mode"])
     factors = dict(resized)
     if has_attribute("Resize", context.opset, "axes"):
         resize_attrs["axes"] = list(factors)
     else:
         factors = {axis: factors.get(axis, 1.0) for axis in range(rank)}
-    empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
     scales = context.initializer(np.array(list(factors.values()), np.float32), f"{layer.name}/scales")
-    context.node_into("Resize", [context.input(layer, 0), empty, scales], [context.name_output(layer, 0)],
-                      layer.name, **resize_attrs)
+    _write_resize(context, layer, context.input(layer, 0), resize_attrs, scales=scales)
 
 
 def _axis(attrs: dict, length: int, out: int, scale: float, nearest: str) -> AxisResize:

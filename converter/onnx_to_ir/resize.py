@@ -23,7 +23,7 @@ from poolir.converter.onnx_to_ir.node import OnnxNode, Value
 from poolir.converter.shape_elements import DimOf, kept_whatever_length, own_dims_marked, shape_elements
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.ops.resize import output_lengths
-from poolir.runtime.kernels.resize import AxisResize, same_sampling
+from poolir.runtime.kernels.resize import AxisResize, run_time_length_problem, same_sampling
 from poolir.runtime.onnx_ops.resize import axis_plans, resize_settings
 
 _IR_MODES = {"nearest": "nearest", "linear": "linear_onnx", "cubic": "cubic"}
@@ -98,9 +98,8 @@ def resize(node: OnnxNode) -> list[Value]:
 def _computed_sizes(node: OnnxNode, settings, x: Value, sizes: Value, axes: list[int]) -> list[Value]:
     """Sizes only known at run time (a segmentation head upsampled to the image's dynamic height and width): both
     engines read an axis at float32(output) / float32(input) with the same coordinate formula and copy an axis whose
-    length stays, so Interpolate in sizes mode samples as Resize does, with two exceptions refused here: align_corners
-    (o * (in - 1) / (out - 1) against o * ((in - 1) / (out - 1)): ulps apart, which can move a nearest source) and
-    keep_aspect_ratio_policy, whose scales depend on every axis's length."""
+    length stays, so Interpolate in sizes mode samples as Resize does, except for keep_aspect_ratio_policy, whose
+    scales depend on every axis's length, and where runtime.kernels.resize.run_time_length_problem says."""
     if settings.policy != "stretch":
         raise ConversionError(f"keep_aspect_ratio_policy {settings.policy} with sizes known only at run time")
     rank = len(x.shape)
@@ -141,11 +140,10 @@ def _integer_scales(node: OnnxNode, settings, x: Value, resized: list[tuple[int,
 
 
 def _interpolate_sizes(node: OnnxNode, settings, x: Value, sizes: Value, axes: list[int]) -> list[Value]:
-    """Interpolate-11 in sizes mode with sizes computed in the graph, for `axes`; nearest align_corners refused (the
-    two worlds' o * (in - 1) / (out - 1) and o * ((in - 1) / (out - 1)) are ulps apart, which can move a source)."""
-    if settings.sampling == "nearest" and settings.coordinate_mode == "align_corners":
-        raise ConversionError("nearest align_corners with lengths known only at run time: the two worlds' "
-                              "coordinates are ulps apart, which can move a source; --input-shape can fix the shape")
+    """Interpolate-11 in sizes mode with sizes computed in the graph, for `axes` (run_time_length_problem refuses)."""
+    problem = run_time_length_problem(settings.sampling, settings.coordinate_mode)
+    if problem:
+        raise ConversionError(problem)
     rank = len(x.shape)
     ir_attrs = {"mode": _IR_MODES[settings.sampling], "shape_calculation_mode": "sizes",
                 "coordinate_transformation_mode": settings.coordinate_mode, "nearest_mode": settings.nearest_mode,

@@ -67,9 +67,9 @@ def _compressed_weights_warning(model: ir.Model) -> list[str]:
     node then differs a little and the first to leave the tolerance only shows where the rounding adds up."""
     narrow = {layer.id: layer for layer in model.layers
               if layer.type == "Const" and layer.attrs.get("element_type") in ("f16", "bf16")}
-    widened = {edge.from_layer for edge in model.edges if edge.from_layer in narrow
-               and model.layer(edge.to_layer).type == "Convert"
-               and model.layer(edge.to_layer).attrs.get("destination_type") in ("f32", "f64")}
+    widening = {layer.id for layer in model.layers
+                if layer.type == "Convert" and layer.attrs.get("destination_type") in ("f32", "f64")}
+    widened = {edge.from_layer for edge in model.edges if edge.from_layer in narrow and edge.to_layer in widening}
     if not widened:
         return []
     types = sorted({narrow[layer_id].attrs["element_type"] for layer_id in widened})

@@ -197,5 +197,16 @@ def same_sampling(onnx_axis: AxisResize, ir_axis: AxisResize) -> bool:
     return bool(np.allclose(onnx_x, ir_x, rtol=4e-7, atol=4e-7 * max(1, onnx_axis.length)))
 
 
+def run_time_length_problem(sampling: str, coordinate_mode: str) -> str | None:
+    """Why an axis whose lengths are known only at run time may sample differently in the two worlds, or None. Both
+    read such an axis at the same scale (k, or output / input) with one coordinate formula, except align_corners:
+    o * (in - 1) / (out - 1) against o * ((in - 1) / (out - 1)), an ulp apart, which can move a nearest source
+    (linear and cubic weights move by as much, the agreement same_sampling accepts)."""
+    if sampling == "nearest" and coordinate_mode == "align_corners":
+        return ("nearest align_corners with lengths known only at run time: the two worlds' coordinates are ulps "
+                "apart, which can move a source; --input-shape can fix the shape")
+    return None
+
+
 __all__ = ["AxisResize", "COORDINATE_MODES", "NEAREST_MODES", "SAMPLINGS", "axis_taps", "nearest_sources", "resize",
-           "same_sampling", "source_coordinates"]
+           "run_time_length_problem", "same_sampling", "source_coordinates"]
