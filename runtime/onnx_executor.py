@@ -30,6 +30,7 @@ from poolir.ir.errors import (BudgetError, FeedError, InvalidModelError, PoolirE
                               node_label)
 from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.onnx_external_data import refuse_external_data
+from poolir.runtime.onnx_functions import inline_functions
 from poolir.runtime.onnx_fusion import (IN_PLACE, ActivationInPlace, folded_conv_weights, fresh_result,
                                       single_use_outputs)
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
@@ -133,6 +134,7 @@ class OnnxProgram:
         self.source = source
         self._fuse = fuse  # plan the fusions of runtime.onnx_fusion (Session's `fuse`)
         refuse_external_data(model, source)
+        model = inline_functions(model, source)
         model, _ = in_dependency_order(model, source)  # onnx shape inference (planning) reads the file order
         graph = model.graph  # never resolved against the current folder
         self.opset = default_opset(model, source)

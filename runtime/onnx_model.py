@@ -22,8 +22,9 @@ from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, n
 from poolir.ir.files import read_regular
 from poolir.ir.ops.matmul import parse_einsum
 from poolir.runtime.onnx_external_data import load_external_data
+from poolir.runtime.onnx_functions import check_functions
+from poolir.runtime.onnx_opsets import DEFAULT_DOMAINS, imported_opsets
 
-DEFAULT_DOMAINS = ("", "ai.onnx")
 # The newest default-domain opset whose operator versions poolir's tables were checked against (onnx 1.23).
 # A newer opset may redefine an op without poolir noticing, so it is refused.
 MAX_OPSET = 28
@@ -48,7 +49,8 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False, warn: Callable[[s
     check_graph_names(model, path)
     try:
         imported_opsets(model)
-    except InvalidModelError as error:
+        check_functions(model)
+    except PoolirError as error:
         raise error.located(file=path) from None
     model, moved = in_dependency_order(model, path)  # one reading of node order for every command
     if check:
@@ -96,8 +98,10 @@ def check_onnx(model, source: str | os.PathLike | None = None) -> list[str]:
                                 "read as unknown")
     try:
         onnx.checker.check_model(relaxed)
-    except (onnx.checker.ValidationError, ValueError):
-        first_line = str(first_error).strip().splitlines()[0] if str(first_error).strip() else "invalid"
+    except (onnx.checker.ValidationError, ValueError) as error:
+        # What is left once the forgiven findings are relaxed (the first error may be one of those).
+        text = str(error).strip() or str(first_error).strip()
+        first_line = text.splitlines()[0] if text else "invalid"
         raise InvalidModelError(f"invalid ONNX model: {first_line}", file=source) from None
     return findings
 
@@ -166,20 +170,6 @@ def in_dependency_order(model, source: str | os.PathLike | None = None):
     label = node_label(node.name or f"#{index}", node.op_type)
     return copy, (f"the nodes are not in topological order, as ONNX requires ({label} is listed after a node that "
                   "reads its output); read in dependency order, as onnxruntime and OpenVINO do")
-
-
-def imported_opsets(model) -> dict[str, int]:
-    """domain -> imported version, with the default domain under "" (whether spelled "" or "ai.onnx").
-
-    A domain imported twice with two versions ("" 17 and "ai.onnx" 1000) has no one reading: refused."""
-    opsets: dict[str, int] = {}
-    for entry in model.opset_import:
-        domain = "" if (entry.domain or "") in DEFAULT_DOMAINS else entry.domain
-        version = int(entry.version)
-        if opsets.setdefault(domain, version) != version:
-            raise InvalidModelError(f"the model imports domain '{printable(domain or 'ai.onnx')}' twice, as opset "
-                                    f"{opsets[domain]} and {version}")
-    return opsets
 
 
 def check_graph_names(model, source=None) -> None:

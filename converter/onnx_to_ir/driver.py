@@ -23,6 +23,7 @@ from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, U
 from poolir.ir.model import Layer, Model, shape_str
 from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_external_data import refuse_external_data
+from poolir.runtime.onnx_functions import inline_functions
 from poolir.runtime.onnx_model import default_opset, order_nodes, refuse_unsupported
 
 
@@ -57,8 +58,9 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
     """
     if ir_version not in (10, 11):
         raise UsageError(f"IR version {ir_version} is not supported (10 or 11)")
-    graph = onnx_model.graph
     refuse_external_data(onnx_model)  # never resolved against the current folder (load_onnx loads it safely)
+    onnx_model = inline_functions(onnx_model)
+    graph = onnx_model.graph
     _refuse_undecodable_names(graph)
     opset = default_opset(onnx_model)
     refuse_unsupported(onnx_model, opset, lambda op_type: converts(op_type, opset), onnx_ops.first_opset,

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
+import onnx
 
 from poolir import ir, runtime
 from poolir.converter.feeds import VERIFY_INPUT_HINT, complete_feeds, fix_shapes
@@ -50,6 +51,7 @@ from poolir.converter.verify.examples import EXAMPLE_MODELS, Manifest, expand, l
 from poolir.converter.verify.paths import PathOutcome, check_peers, ir_paths, onnx_paths
 from poolir.converter.verify.report import ModelReport, Report
 from poolir.ir.errors import PoolirError, UsageError
+from poolir.runtime.onnx_functions import inline_functions
 from poolir.runtime.onnx_model import load_onnx
 
 
@@ -158,6 +160,8 @@ def _locate(report: ModelReport, outcomes: list[PathOutcome], reference_model, f
     """For each path with a mismatching row, the first node where it diverges (locate.py), and its first
     diverging model output. The reference graph is run by poolir in its own world (outcomes[0])."""
     reference = outcomes[0]
+    if isinstance(reference_model, onnx.ModelProto):  # the runtime names the tensors of the inlined graph
+        reference_model = inline_functions(reference_model)
     if any(row.path == reference.name and not row.passed for row in report.rows):
         return  # the graph itself differs from expected.npz: the other paths are searched against a wrong run
     for outcome in outcomes[1:]:

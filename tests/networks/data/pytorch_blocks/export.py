@@ -15,8 +15,11 @@ Exporters: `ts<opset>` is the TorchScript exporter (torch.onnx.export(dynamo=Fal
 where it writes each op in that opset's form (HardSwish below 14 as HardSigmoid and Mul, LayerNorm below 17 as
 ReduceMean, Sub, Pow and Sqrt, Squeeze and Unsqueeze axes as attributes below 13); `ts11_kiai` is opset 11 with
 keep_initializers_as_inputs=True (every weight also a graph input, as IR version 3 files have them); `dynamo` is
-torch.onnx.export(dynamo=True), opset 18. An exporter that refuses a block at an opset is skipped (printed). Made with
-torch 2.15.0, torchvision 0.29.2, onnxscript 0.7.2 and OpenVINO 2026.4.1.
+torch.onnx.export(dynamo=True), opset 18; `ts17_functions` is opset 17 with export_modules_as_functions=True (every
+module class a model-local ONNX function, the graph one call). An exporter that refuses a block at an opset is
+skipped (printed). Made with torch 2.15.0, torchvision 0.29.2, onnxscript 0.7.2 and OpenVINO 2026.4.1; the
+`ts17_functions` exports with torch 2.13.0 and torchvision 0.28.0, whose outputs for these blocks are the stored ones
+bit for bit.
 """
 
 from __future__ import annotations
@@ -40,7 +43,8 @@ _spec = importlib.util.spec_from_file_location("pytorch_pooling_export", _POOLIN
 pooling_export = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(pooling_export)
 
-EXPORTERS = ("ts7", "ts9", "ts11", "ts11_kiai", "ts13", "ts17", "dynamo")
+EXPORTERS = ("ts7", "ts9", "ts11", "ts11_kiai", "ts13", "ts17", "dynamo", "ts17_functions")
+OPTIONS = {"ts11_kiai": {"keep_initializers_as_inputs": True}, "ts17_functions": {"export_modules_as_functions": True}}
 BN = functools.partial(nn.BatchNorm2d, eps=0.001, momentum=0.01)
 
 
@@ -142,9 +146,8 @@ def main() -> None:
         with torch.no_grad():
             np.savez(HERE / f"{name}.npz", x=x.numpy(), y=module(x).numpy())
             for exporter in EXPORTERS:
-                options = {"keep_initializers_as_inputs": True} if exporter.endswith("_kiai") else {}
                 try:
-                    pooling_export.export(name, module, x, exporter, HERE, **options)
+                    pooling_export.export(name, module, x, exporter, HERE, **OPTIONS.get(exporter, {}))
                 except Exception as error:  # an op this opset cannot express: no such export exists
                     print(f"{name}: {exporter} refused: {str(error).splitlines()[0][:160]}")
             pooling_export.openvino_ir(name, module, x, HERE)
