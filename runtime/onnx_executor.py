@@ -36,6 +36,7 @@ from poolir.runtime.onnx_fusion import (IN_PLACE, ActivationInPlace, folded_conv
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
 from poolir.runtime.onnx_model import (data_propagation_is_bounded, default_opset, in_dependency_order, order_nodes,
                                       refuse_unsupported, shape_inference_hazard)
+from poolir.runtime.onnx_ops.control_flow import IfStep
 from poolir.runtime.onnx_ops.convolution import ConvStep
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
@@ -133,6 +134,8 @@ class OnnxProgram:
     def __init__(self, model: onnx.ModelProto, *, source: str | None = None, fuse: bool = True):
         self.source = source
         self._fuse = fuse  # plan the fusions of runtime.onnx_fusion (Session's `fuse`)
+        self._ir_version, self._opset_import = model.ir_version, list(model.opset_import)
+        self._branches: dict[tuple, OnnxProgram] = {}  # _run_graph's programs
         refuse_external_data(model, source)
         model = inline_functions(model, source)
         model, _ = in_dependency_order(model, source)  # onnx shape inference (planning) reads the file order
@@ -233,6 +236,7 @@ class OnnxProgram:
                     input_shapes=[infos.get(name, (None, None))[1] for name in node.input],
                     constants=[self._constants.get(name) for name in node.input],
                     output_count=len(outputs),
+                    run_graph=self._run_graph,
                 )
                 step = ADAPTERS[node.op_type](context)
                 _check_inputs(step, list(node.input), version.label)
@@ -253,7 +257,8 @@ class OnnxProgram:
                 steps[position] = [ActivationInPlace(producer, IN_PLACE[node.op_type], version), producer_inputs,
                                    outputs, f"{producer_label} + {label}", ()]
                 continue
-            steps.append([step, _given(list(node.input)), outputs, label, ()])
+            inputs = _given(list(node.input)) + (list(step.outer) if isinstance(step, IfStep) else [])
+            steps.append([step, inputs, outputs, label, ()])
             op_types.append(node.op_type)
             if outputs[0] in single_use and fresh_result(node):
                 fresh[outputs[0]] = len(steps) - 1
@@ -275,6 +280,19 @@ class OnnxProgram:
                                           in zip(op_types, steps)], self._constants, self.outputs)
         return [(step, tuple(inputs), tuple(outputs), label, tuple(releases.get(position, ())))
                 for position, (step, inputs, outputs, label, _) in enumerate(steps)]
+
+    def _run_graph(self, graph: onnx.GraphProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run a subgraph (an If's branch) given the outer values it reads: planned as a program of its own, once per
+        graph and per shapes and types of those values, at this model's opset."""
+        key = (id(graph), tuple((name, value.dtype.str, value.shape) for name, value in feeds.items()))
+        program = self._branches.get(key)
+        if program is None:
+            model = onnx.ModelProto(ir_version=self._ir_version, opset_import=self._opset_import)
+            model.graph.CopyFrom(graph)
+            model.graph.input.extend(onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(
+                value.dtype), value.shape) for name, value in feeds.items())
+            program = self._branches[key] = OnnxProgram(model, source=self.source, fuse=self._fuse)
+        return program.execute(feeds)
 
     def _fold_into_conv(self, node: onnx.NodeProto, attrs, steps: list, position: int, single_use: set[str],
                         taken: set[str]) -> bool:

@@ -206,35 +206,79 @@ def _frame(call: onnx.NodeProto, prefix: str, functions, taken: set[str], nodes:
     arguments = {attribute.name: attribute for attribute in call.attribute}
     defaults = {attribute.name: attribute for attribute in function.attribute_proto}
 
+    def fresh(name: str) -> str:
+        unique, count = f"{prefix}/{name}", 0
+        while unique in taken:
+            count += 1
+            unique = f"{prefix}/{name}#{count}"
+        taken.add(unique)
+        return unique
+
     def renamed(name: str) -> str:
         if not name:  # an omitted optional input or output stays omitted
             return ""
         if name not in names:
-            fresh, count = f"{prefix}/{name}", 0
-            while fresh in taken:
-                count += 1
-                fresh = f"{prefix}/{name}#{count}"
-            taken.add(fresh)
-            names[name] = fresh
+            names[name] = fresh(name)
         return names[name]
 
     for index, body_node in enumerate(function.node):
-        node = onnx.NodeProto()
-        node.CopyFrom(body_node)
-        node.name = f"{prefix}/{body_node.name or f'{body_node.op_type}_{index}'}"
-        node.input[:] = [renamed(name) for name in body_node.input]
-        node.output[:] = [renamed(name) for name in body_node.output]
-        del node.attribute[:]
-        for attribute in body_node.attribute:
-            if not attribute.ref_attr_name:
-                node.attribute.append(attribute)
-                continue
-            value = arguments.get(attribute.ref_attr_name, defaults.get(attribute.ref_attr_name))
-            if value is not None:
-                resolved = node.attribute.add()
-                resolved.CopyFrom(value)
-                resolved.name = attribute.name
+        node = _instance(body_node, f"{prefix}/{body_node.name or f'{body_node.op_type}_{index}'}", renamed, fresh,
+                         lambda reference: arguments.get(reference, defaults.get(reference)))
         if _callee(node, functions) is None:
             nodes.append(node)
         else:
             yield node, node.name
+
+
+def _instance(body_node: onnx.NodeProto, name: str, renamed, fresh, argument) -> onnx.NodeProto:
+    """A body node as inlined: values renamed (`renamed`), attribute references resolved (`argument`: the call's
+    value or the function's default, None to leave the attribute out), and the same done inside its subgraphs (an
+    If's branches), whose own values get fresh names (`fresh`) and whose outer reads are renamed like the body's."""
+    node = onnx.NodeProto()
+    node.CopyFrom(body_node)
+    node.name = name
+    node.input[:] = [renamed(value) for value in body_node.input]
+    node.output[:] = [renamed(value) for value in body_node.output]
+    del node.attribute[:]
+    for attribute in body_node.attribute:
+        if attribute.ref_attr_name:
+            value = argument(attribute.ref_attr_name)
+            if value is not None:
+                resolved = node.attribute.add()
+                resolved.CopyFrom(value)
+                resolved.name = attribute.name
+            continue
+        copy = node.attribute.add()
+        copy.CopyFrom(attribute)
+        if attribute.type == onnx.AttributeProto.GRAPH:
+            copy.g.CopyFrom(_graph_instance(attribute.g, name, renamed, fresh, argument))
+        elif attribute.type == onnx.AttributeProto.GRAPHS:
+            del copy.graphs[:]
+            copy.graphs.extend(_graph_instance(graph, name, renamed, fresh, argument) for graph in attribute.graphs)
+    return node
+
+
+def _graph_instance(graph: onnx.GraphProto, prefix: str, outer_renamed, fresh, argument) -> onnx.GraphProto:
+    local: dict[str, str] = {}
+
+    def renamed(value: str) -> str:
+        if not value:
+            return ""
+        if value in local:
+            return local[value]
+        return outer_renamed(value)
+
+    copy = onnx.GraphProto()
+    copy.CopyFrom(graph)
+    for values in (copy.input, copy.initializer):
+        for value in values:
+            local[value.name] = value.name = fresh(value.name)
+    del copy.node[:]
+    for index, node in enumerate(graph.node):
+        local.update((value, fresh(value)) for value in node.output if value)  # this graph's own values
+        copy.node.append(_instance(node, f"{prefix}/{node.name or f'{node.op_type}_{index}'}", renamed, fresh,
+                                   argument))
+    for value in copy.output:
+        value.name = renamed(value.name)
+    del copy.value_info[:]
+    return copy

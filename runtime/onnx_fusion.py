@@ -28,6 +28,7 @@ import numpy as np
 
 from poolir.runtime.kernels.activation import hard_swish, relu
 from poolir.runtime.onnx_ops.element_types import check_dtype
+from poolir.runtime.onnx_subgraphs import node_reads
 
 _FOLDED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -82,7 +83,7 @@ def single_use_outputs(nodes, graph_outputs) -> set[str]:
     """The tensor names read by exactly one node input and not graph outputs: a fusion may skip computing them."""
     uses: dict[str, int] = {}
     for node in nodes:
-        for name in node.input:
+        for name in node_reads(node):  # a value an If's branch reads is read there too
             if name:
                 uses[name] = uses.get(name, 0) + 1
     return {name for name, count in uses.items() if count == 1} - set(graph_outputs)

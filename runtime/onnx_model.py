@@ -24,6 +24,7 @@ from poolir.ir.ops.matmul import parse_einsum
 from poolir.runtime.onnx_external_data import load_external_data
 from poolir.runtime.onnx_functions import check_functions
 from poolir.runtime.onnx_opsets import DEFAULT_DOMAINS, imported_opsets
+from poolir.runtime.onnx_subgraphs import nested_nodes, node_reads
 
 # The newest default-domain opset whose operator versions poolir's tables were checked against (onnx 1.23).
 # A newer opset may redefine an op without poolir noticing, so it is refused.
@@ -121,7 +122,7 @@ def order_nodes(graph, available: set, source: str | os.PathLike | None = None) 
     waiting = [0] * len(nodes)
     consumers: dict[str, list[int]] = {}
     for index, node in enumerate(nodes):
-        missing = {name for name in node.input if name not in available}
+        missing = {name for name in node_reads(node) if name not in available}
         waiting[index] = len(missing)
         for name in missing:
             consumers.setdefault(name, []).append(index)
@@ -144,7 +145,7 @@ def order_nodes(graph, available: set, source: str | os.PathLike | None = None) 
         done = {index for index, _ in ordered}
         remaining = [index for index in range(len(nodes)) if index not in done]
         index, node = remaining[0], nodes[remaining[0]]
-        missing = [name for name in node.input if name not in available]
+        missing = [name for name in node_reads(node) if name not in available]
         produced_later = {out for i in remaining for out in nodes[i].output}
         problem = ("is part of a cycle" if all(m in produced_later for m in missing)
                    else "is produced by no node, initializer or graph input")
@@ -211,7 +212,7 @@ def refuse_unsupported(model, opset: int, supports: Callable[[str], bool],
     """
     opsets = imported_opsets(model)
     counts: dict[tuple[str, str, int], int] = {}
-    for node in model.graph.node:
+    for node in nested_nodes(model.graph):  # the nodes of an If's branches too
         in_default = (node.domain or "") in DEFAULT_DOMAINS
         if in_default and supports(node.op_type):
             continue

@@ -34,8 +34,14 @@ SHAPE_FROM_VALUES: dict[str, tuple[int, ...]] = {
     **{reduce: _AXES for reduce in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
                                     "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare")},
 }
+# An If's condition picks the branch, and the branch may shape its outputs from any outer value it reads.
+EVERY_INPUT = frozenset({"If"})
 MAX_KEPT_ELEMENTS = 4096  # per value; shape vectors and the scalars computed from them are far smaller
 MAX_SIGNATURES = 16  # a program run on ever new shapes keeps the values of the latest ones only
+
+
+def _shaping_inputs(op_type: str, count: int) -> Iterable[int]:
+    return range(count) if op_type in EVERY_INPUT else SHAPE_FROM_VALUES.get(op_type, ())
 
 
 class ShapeValues:
@@ -57,7 +63,7 @@ class ShapeValues:
                 derived.update(name for name in outputs if name)
             elif value_shaped.intersection(named) or any(
                     index < len(inputs) and inputs[index] and inputs[index] not in derived | constants
-                    for index in SHAPE_FROM_VALUES.get(op_type, ())):
+                    for index in _shaping_inputs(op_type, len(inputs))):
                 value_shaped.update(name for name in outputs if name)
         read_elsewhere = {name for position, (_, inputs, _) in enumerate(steps) if position not in positions
                           for name in inputs}

@@ -16,7 +16,7 @@ import onnx
 
 from poolir.converter.element_types import ir_element_type
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value, layer_version
-from poolir.converter.onnx_to_ir.registry import CONVERTERS
+from poolir.converter.onnx_to_ir.registry import BY_THE_DRIVER, CONVERTERS
 from poolir.ir.builder import GraphBuilder, OutputRef
 from poolir.ir.element_types import element_type_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
@@ -25,6 +25,7 @@ from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.onnx_functions import inline_functions
 from poolir.runtime.onnx_model import default_opset, order_nodes, refuse_unsupported
+from poolir.runtime.onnx_ops.control_flow import condition_value
 
 
 # Constant folding computes a node whose inputs are all constant with the runtime's own ONNX adapters, when
@@ -34,12 +35,15 @@ FOLD_LIMIT = 1_000_000
 _FOLDABLE = frozenset(("Abs", "Neg", "Floor", "Ceil", "Sqrt", "Reciprocal", "Add", "Sub", "Mul", "Div", "Pow",
                        "Mod", "Max", "Min", "Sum", "Mean", "Cast", "CastLike", "Identity", "Transpose", "Reshape",
                        "Concat", "Split", "Slice", "Squeeze", "Unsqueeze", "Gather", "Shape", "Expand", "Constant",
-                       "ConstantOfShape", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"))
+                       "ConstantOfShape", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                       # comparisons and logic: an If's condition from static shapes (Shape, Gather, Equal)
+                       "Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Not", "And", "Or", "Xor"))
 # Ops whose folded output is a view of their constant input (numpy reshapes a contiguous array without copying):
 # folding them allocates nothing, so FOLD_LIMIT does not apply (GoogLeNet's 1000x1024 classifier weight is
 # reshaped before its Gemm; folded, the IR holds the weight once and no Reshape layer).
 _VIEWS = frozenset(("Identity", "Reshape", "Squeeze", "Unsqueeze"))
-_BROADCASTING = frozenset(("Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean"))
+_BROADCASTING = frozenset(("Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal", "Greater",
+                           "Less", "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor"))
 
 
 def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -85,21 +89,7 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
         except Exception as error:  # onnx raises what numpy raises: dims that do not match the data, ...
             raise InvalidModelError(f"initializer '{name}' cannot be read: {error}") from None
         values[name] = array  # a Const only where a layer or an output uses it (constants.value)
-    available = {"", *initializers, *(value.name for value in graph.input)}
-    for done, (index, node) in enumerate(order_nodes(graph, available), start=1):  # any file order, as in run
-        try:
-            outputs = _fold(node, opset, values, constants)
-            if outputs is None:
-                outputs = _convert_node(builder, node, index, opset, values, constants)
-        except PoolirError as error:
-            raise error.located(where=node_label(node.name or f"#{index}", node.op_type)) from None
-        for name, value in zip(node.output, outputs):
-            if name:
-                values[name] = value
-                if not isinstance(value, np.ndarray):  # the IR port keeps the ONNX tensor name (verify matches by it)
-                    builder.name_tensor(value.ref, name)
-        if progress is not None:
-            progress(done, len(graph.node))
+    _convert_nodes(builder, graph, opset, values, constants, progress)
     parameter_refs = {values[i.name].ref for i in graph.input if i.name not in initializers}
     if not graph.output:  # the IR would have no Result, and no runtime runs a graph without one
         raise InvalidModelError("the graph declares no outputs, so there is nothing to convert")
@@ -252,8 +242,55 @@ def _output_bound(op_type: str, attrs: dict, arrays: list[np.ndarray | None]) ->
 
 
 def converts(op_type: str, opset: int) -> bool:
-    """Whether a node of `op_type` in a model importing `opset` has an IR converter."""
-    return op_type in CONVERTERS and onnx_ops.op_version(op_type, opset) is not None
+    """Whether a node of `op_type` in a model importing `opset` has an IR converter (If: see _taken_branch)."""
+    return (op_type in CONVERTERS or op_type in BY_THE_DRIVER) and onnx_ops.op_version(op_type, opset) is not None
+
+
+def _convert_nodes(builder: GraphBuilder, graph: onnx.GraphProto, opset: int, values: dict[str, Value | np.ndarray],
+                   constants: "_Constants", progress: Callable[[int, int], None] | None = None) -> None:
+    """Convert (or fold) the graph's nodes in dependency order, adding their outputs to `values`."""
+    available = {"", *values, *(value.name for value in graph.input)}
+    for done, (index, node) in enumerate(order_nodes(graph, available), start=1):  # any file order, as in run
+        try:
+            if node.op_type == "If":
+                outputs = _taken_branch(builder, node, opset, values, constants)
+            else:
+                outputs = _fold(node, opset, values, constants)
+                if outputs is None:
+                    outputs = _convert_node(builder, node, index, opset, values, constants)
+        except PoolirError as error:
+            raise error.located(where=node_label(node.name or f"#{index}", node.op_type)) from None
+        for name, value in zip(node.output, outputs):
+            if name:
+                values[name] = value
+                if not isinstance(value, np.ndarray):  # the IR port keeps the ONNX tensor name (verify matches by it)
+                    builder.name_tensor(value.ref, name)
+        if progress is not None:
+            progress(done, len(graph.node))
+
+
+def _taken_branch(builder: GraphBuilder, node: onnx.NodeProto, opset: int, values: dict[str, Value | np.ndarray],
+                  constants: "_Constants") -> list[Value | np.ndarray]:
+    """An If whose condition is a constant (the TorchScript exporter's squeeze(dim) test, folded from static
+    shapes) is the branch it takes, converted in its place; the IR poolir writes has no control flow, so an If
+    decided at run time is refused."""
+    attrs = onnx_ops.normalize_attributes(node, onnx_ops.op_version("If", opset))
+    condition = values.get(node.input[0]) if node.input and node.input[0] else None
+    if not isinstance(condition, np.ndarray):
+        raise UnsupportedError("the condition of If is known only at run time, and the IR poolir writes has no "
+                               "control flow (a condition computed from static shapes converts)")
+    branch = attrs["then_branch" if condition_value(condition) else "else_branch"]
+    if len(branch.output) != len(node.output):
+        raise InvalidModelError(f"the branch taken has {len(branch.output)} outputs, the node {len(node.output)}")
+    for initializer in branch.initializer:
+        try:
+            values[initializer.name] = onnx.numpy_helper.to_array(initializer)
+        except Exception as error:
+            raise InvalidModelError(f"initializer '{initializer.name}' cannot be read: {error}") from None
+    _convert_nodes(builder, branch, opset, values, constants)
+    if any(value.name not in values for value in branch.output):
+        raise InvalidModelError("an output of the branch taken is produced by no node")
+    return [values[value.name] for value in branch.output]
 
 
 def _convert_node(builder: GraphBuilder, node: onnx.NodeProto, index: int, opset: int,

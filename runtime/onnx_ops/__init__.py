@@ -12,6 +12,7 @@
     convolution    Conv
     resize         Resize, Upsample
     generation     Range
+    control_flow   If (its branches run by the planning program)
     scatter        ScatterND
     transposed_convolution  ConvTranspose
     matmul         MatMul, Gemm, Einsum
@@ -22,8 +23,8 @@ Importing the package registers every family's rows and adapters and checks that
 the same ops: a family that defines rows without an adapter (or the reverse) fails here, naming the op.
 """
 
-from poolir.runtime.onnx_ops import (activation, convolution, elementwise, generation, matmul, movement,
-                                     normalization, pooling, reduction, resize, scatter,
+from poolir.runtime.onnx_ops import (activation, control_flow, convolution, elementwise, generation, matmul,
+                                     movement, normalization, pooling, reduction, resize, scatter,
                                      transposed_convolution)  # noqa: F401  (they register)
 from poolir.runtime.onnx_ops.element_types import check_dtype, onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value

@@ -22,14 +22,14 @@ from onnx import numpy_helper
 
 from poolir.ir.errors import UsageError
 
-INT, INTS, FLOAT, FLOATS, STRING, STRINGS, TENSOR, SPARSE = (
-    "int", "ints", "float", "floats", "string", "strings", "tensor", "sparse_tensor")
+INT, INTS, FLOAT, FLOATS, STRING, STRINGS, TENSOR, SPARSE, GRAPH = (
+    "int", "ints", "float", "floats", "string", "strings", "tensor", "sparse_tensor", "graph")
 
 _PROTO_KINDS = {
     onnx.AttributeProto.INT: INT, onnx.AttributeProto.INTS: INTS, onnx.AttributeProto.FLOAT: FLOAT,
     onnx.AttributeProto.FLOATS: FLOATS, onnx.AttributeProto.STRING: STRING,
     onnx.AttributeProto.STRINGS: STRINGS, onnx.AttributeProto.TENSOR: TENSOR,
-    onnx.AttributeProto.SPARSE_TENSOR: SPARSE,
+    onnx.AttributeProto.SPARSE_TENSOR: SPARSE, onnx.AttributeProto.GRAPH: GRAPH,
 }
 
 
@@ -140,6 +140,8 @@ def attribute_value(attribute: onnx.AttributeProto) -> tuple[str, Any]:
         return kind, tuple(s.decode("utf-8", errors="replace") for s in attribute.strings)
     if kind == TENSOR:
         return kind, numpy_helper.to_array(attribute.t)
+    if kind == GRAPH:
+        return kind, attribute.g
     return kind, attribute
 
 
@@ -183,6 +185,8 @@ class NodeContext:
     input_shapes: list[tuple[int | None, ...] | None]
     constants: list[np.ndarray | None]  # per input: its value when it is an initializer or a Constant
     output_count: int
+    # Runs a subgraph (an If's branch) with the outer values it reads: given by the program that plans the node.
+    run_graph: Callable[[onnx.GraphProto, dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None
 
 
 Step = Callable[..., tuple]
