@@ -27,6 +27,7 @@ from poolir.ir.element_types import DTYPES, dtype_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, layer_label
 from poolir.ir.infer import Inference, infer_model, infer_with_inputs
 from poolir.ir.model import Layer, Model, observed_port_names
+from poolir.ir.branches import with_constant_branches
 from poolir.ir.schema import refuse_unknown_layers
 from poolir.ir.validate import topological_order, validate_graph
 from poolir.runtime.ir_ops.registry import BUILDERS, EXECUTOR_LAYER_TYPES, LayerFn, LayerInfo, supported_layer_types
@@ -47,6 +48,7 @@ class IRProgram:
     """An IR model, validated and planned once; `execute(feeds)` runs it."""
 
     def __init__(self, model: Model):
+        model = with_constant_branches(model)  # an If-8 whose condition inference knows: the body it takes
         self.model = model
         self.file = model.source
         self._check_supported(model.layers)  # every unsupported layer at once, before the first one fails

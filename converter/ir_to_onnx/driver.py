@@ -14,6 +14,7 @@ from poolir.converter.ir_to_onnx.registry import CONVERTERS, FOLDS
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
 from poolir.ir.infer import infer_model
 from poolir.ir.model import Model
+from poolir.ir.branches import with_constant_branches
 from poolir.ir.schema import refuse_unknown_layers
 
 
@@ -23,6 +24,7 @@ def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET,
     progress(done, total) is called after each layer (the command line shows it on stderr for a long run)."""
     if opset not in WRITABLE_OPSETS:
         raise UsageError(f"opset {opset} is not supported (supported: {OLDEST_WRITTEN_OPSET}..{NEWEST_WRITTEN_OPSET})")
+    model = with_constant_branches(model)  # an If-8 whose condition inference knows: the body it takes
     # Every layer type without a conversion at once (unknown types and versions included), before inference.
     refuse_unknown_layers(model.layers, model.source,
                           lambda layer: layer.type in CONVERTERS or layer.type in FOLDS)

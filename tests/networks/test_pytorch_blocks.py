@@ -26,7 +26,7 @@ import pytest
 
 from poolir import converter, ir, runtime
 from poolir.ir.errors import UnsupportedError
-from tests.networks.peers import run_onnxruntime
+from tests.networks.peers import ir_layer_types, openvino_ir_of, run_onnxruntime
 from tests.networks.six_paths import compare, onnx_paths, openvino_ir_paths
 
 DATA = Path(__file__).parent / "data" / "pytorch_blocks"
@@ -44,7 +44,7 @@ REFUSED = {"convnext_block_ts7": "unsupported operators: Erf (ai.onnx, opset 7; 
 # From opset 11 on, the TorchScript exporter writes LocalResponseNorm's squeeze(1) as an If on whether that dim is 1
 # (Shape, Gather, Equal: decided by the static shape). poolir runs the If (runtime.onnx_ops.control_flow), and
 # converts the branch the folded condition takes. OpenVINO's IR of such an export keeps it as an If-8 layer with two
-# bodies, which poolir does not read yet: those two paths are refused, naming the layer type.
+# bodies; run and convert read it as the body its condition takes (ir.branches).
 IF_EXPORTS = {f"local_response_norm_{exporter}" for exporter in ("ts11", "ts11_kiai", "ts13", "ts17", "ts17_functions")}
 
 
@@ -65,10 +65,12 @@ def test_every_block_is_exported_by_every_exporter():
                                      if f"{block}_{exporter}" not in NOT_EXPORTED)
 
 
-def test_the_if_exports_hold_an_if():
+def test_the_if_exports_hold_an_if_and_openvinos_ir_of_them_an_if_8(tmp_path):
     for name in IF_EXPORTS:
         model = runtime.onnx_functions.inline_functions(onnx.load(DATA / f"{name}.onnx"))
         assert "If" in {node.op_type for node in model.graph.node}, name
+    xml = openvino_ir_of(DATA / "local_response_norm_ts17.onnx", tmp_path, compress_to_fp16=False)
+    assert ir_layer_types(xml)[("If", "opset8")] == 1
 
 
 def test_the_functions_exports_are_a_call_of_nested_module_functions():
@@ -105,10 +107,6 @@ def test_poolir_gives_pytorchs_numbers_and_every_path_agrees(name, tmp_path):
     if not name.endswith("_functions"):  # OpenVINO's ONNX frontend has no rule for model-local functions
         outcomes.update(openvino_ir_paths(model, feeds, tmp_path, compress_to_fp16=False))
     failed = {path: result.cell() for path, result in outcomes.items() if not result.ok}
-    if name in IF_EXPORTS and "ov ir (poolir)" in outcomes:
-        assert {path for path in failed if path.startswith("ov ir")} == {"ov ir (poolir)", "ov ir->onnx (ort)"}
-        assert all("unsupported layer types: If-opset8" in failed.pop(path) for path in list(failed)
-                   if path.startswith("ov ir"))
     assert not failed, failed
 
 

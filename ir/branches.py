@@ -1,0 +1,130 @@
+"""OpenVINO's If-8 with a condition inference knows: replaced, for running and converting, by the body it takes.
+
+OpenVINO's ONNX frontend keeps an ONNX If as an If-8 layer with two bodies, even when the condition is computed
+from static shapes (PyTorch's TorchScript export of nn.LocalResponseNorm from opset 11: ShapeOf, Gather, Equal).
+The reader keeps such a layer as it stands (its bodies and port maps verbatim, written back unchanged); run and
+convert read it through `with_constant_branches`, which splices the taken body into a copy of the graph:
+
+- a body's Parameter `internal_layer_id` stands for the If's input port `external_port_id` (its port map), so
+  the body reads what feeds that port;
+- a body's Result stands for the If's output port of its `external_port_id`: what reads that port reads what
+  feeds the Result instead, and the port's tensor names move to that producer's port;
+- body layers get ids after the graph's own; the body is read with the reader's own checks (its Consts point
+  into the model's .bin: ir.model.Model.weights).
+
+An If whose condition is known only at run time stays, and run and convert refuse it as an unsupported layer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from lxml import etree
+
+from poolir.ir.errors import InvalidModelError, layer_label
+from poolir.ir.infer import infer_model
+from poolir.ir.model import Edge, Layer, Model
+from poolir.ir.reader import parse_model
+
+
+def with_constant_branches(model: Model) -> Model:
+    """`model` itself when no If-8 has a condition inference knows, else a copy with each such If replaced by the
+    body its condition takes (repeated: a body may hold an If of its own)."""
+    for _ in range(64):  # a body inside a body: each round takes one level; a deeper nesting stays refused
+        candidates = [layer for layer in model.layers if layer.type == "If" and layer.version == "opset8"
+                      and layer.extra_elements and layer.inputs]
+        if not candidates:
+            return model
+        inference = infer_model(model)
+        taken = []
+        for layer in candidates:
+            producer = model.producer(layer.id, layer.inputs[0].id)
+            value = inference.output(producer.from_layer, producer.from_port).value if producer else None
+            if value is not None and value.size == 1:
+                taken.append((layer, "then" if bool(value.reshape(-1)[0]) else "else"))
+        if not taken:
+            return model
+        for layer, branch in taken:
+            model = _spliced(model, layer, branch)
+    return model
+
+
+def _spliced(model: Model, layer: Layer, branch: str) -> Model:
+    where = layer_label(layer.name, layer.id, layer.type)
+    parts = {etree.fromstring(text).tag: text for _, text in layer.extra_elements}
+    if f"{branch}_body" not in parts or f"{branch}_port_map" not in parts:
+        raise InvalidModelError(f"the If has no <{branch}_body> or <{branch}_port_map>", file=model.source,
+                                where=where)
+    body = _body(model, parts[f"{branch}_body"], f"{model.source}: {where}: {branch}_body")
+    inputs, outputs = _port_map(parts[f"{branch}_port_map"], model.source, where)
+    body_ids = {body_layer.id for body_layer in body.layers}
+    if not set(inputs.values()) | set(outputs.values()) <= body_ids:
+        raise InvalidModelError(f"the {branch}_port_map names a layer its body does not have", file=model.source,
+                                where=where)
+    base = max(existing.id for existing in model.layers) + 1
+    outer = {port: model.producer(layer.id, port) for port in inputs}
+    # What the body's Parameters stand for (the outer producers), and what its Results stand for (their producers).
+    sources: dict[tuple[int, int], tuple[int, int]] = {}
+    for port, parameter in inputs.items():
+        edge = outer[port]
+        if edge is None:
+            raise InvalidModelError(f"input port {port} of the If is not connected", file=model.source, where=where)
+        sources[(parameter, body.layer(parameter).outputs[0].id)] = (edge.from_layer, edge.from_port)
+
+    def source(body_layer: int, body_port: int) -> tuple[int, int]:
+        return sources.get((body_layer, body_port), (base + body_layer, body_port))
+
+    results = {}
+    for port, result in outputs.items():
+        edge = body.producer(result, body.layer(result).inputs[0].id)
+        results[port] = source(edge.from_layer, edge.from_port)
+    kept = [body_layer for body_layer in body.layers if body_layer.type not in ("Parameter", "Result")]
+    layers = [existing for existing in model.layers if existing.id != layer.id]
+    copies = {}
+    for body_layer in kept:
+        copy = dataclasses.replace(body_layer, id=base + body_layer.id, outputs=[dataclasses.replace(port) for port
+                                                                                 in body_layer.outputs])
+        copies[copy.id] = copy
+        layers.append(copy)
+    edges = [edge for edge in model.edges if edge.to_layer != layer.id and edge.from_layer != layer.id]
+    for edge in body.edges:
+        if body.layer(edge.to_layer).type == "Result":
+            continue
+        from_layer, from_port = source(edge.from_layer, edge.from_port)
+        edges.append(Edge(from_layer, from_port, base + edge.to_layer, edge.to_port))
+    for edge in model.edges:
+        if edge.from_layer == layer.id:
+            if edge.from_port not in results:
+                raise InvalidModelError(f"output port {edge.from_port} of the If is read, but the {branch} body does "
+                                        "not compute it", file=model.source, where=where)
+            from_layer, from_port = results[edge.from_port]
+            edges.append(Edge(from_layer, from_port, edge.to_layer, edge.to_port))
+    for port, (from_layer, from_port) in results.items():  # the If's tensor names move to what computes them
+        names = layer.port(port).names
+        if names and from_layer in copies:
+            target = copies[from_layer].port(from_port)
+            target.names = tuple(dict.fromkeys((*target.names, *names)))
+    return dataclasses.replace(model, layers=layers, edges=edges)
+
+
+def _body(model: Model, text: str, source: str) -> Model:
+    element = etree.fromstring(text)
+    element.tag = "net"
+    element.set("version", str(model.version))
+    return parse_model(etree.tostring(element), model.weights, source=source)
+
+
+def _port_map(text: str, source, where: str) -> tuple[dict[int, int], dict[int, int]]:
+    """(external input port -> internal Parameter id, external output port -> internal Result id)."""
+    inputs, outputs = {}, {}
+    for entry in etree.fromstring(text):
+        try:
+            external, internal = int(entry.get("external_port_id")), int(entry.get("internal_layer_id"))
+        except (TypeError, ValueError):
+            raise InvalidModelError("a port map entry without integer external_port_id and internal_layer_id",
+                                    file=source, where=where) from None
+        (inputs if entry.tag == "input" else outputs)[external] = internal
+    return inputs, outputs
+
+
+__all__ = ["with_constant_branches"]

@@ -1,0 +1,75 @@
+"""OpenVINO's If-8 with a condition inference knows (ir.branches): run and converted as the body it takes.
+
+The real case, OpenVINO's IR of PyTorch's TorchScript LocalResponseNorm export, is in
+tests/networks/test_pytorch_blocks.py; here both branches of one If, and a broken port map. The ONNX side of If is tests/runtime/test_if.py."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from poolir import converter, ir, runtime
+from poolir.ir.branches import with_constant_branches
+from poolir.ir.errors import InvalidModelError
+from tests.networks.peers import ir_layer_types, openvino_ir_of, run_onnxruntime, run_openvino_xml
+
+
+def _squeeze_if_one(channels: int, folder):
+    """TorchScript's squeeze(1): Shape, Gather, Equal, If (then: Squeeze; else: Identity), then a Relu, as the ONNX
+    file and as OpenVINO's IR of it."""
+    one = numpy_helper.from_array(np.array(1, np.int64), "one")
+    axes = numpy_helper.from_array(np.array([1], np.int64), "axes")
+    then = helper.make_graph([helper.make_node("Squeeze", ["x", "axes"], ["t"])], "then", [],
+                             [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Gather", ["shape", "one"], ["dim"]),
+             helper.make_node("Equal", ["dim", "one"], ["c"]),
+             helper.make_node("If", ["c"], ["chosen"], then_branch=then, else_branch=other),
+             helper.make_node("Relu", ["chosen"], ["y"])]
+    graph = helper.make_graph(nodes, "squeeze_if_one",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, channels, 3, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [one, axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return model, openvino_ir_of(model, folder, compress_to_fp16=False)
+
+
+@pytest.mark.parametrize("channels", [1, 3])
+def test_the_body_the_condition_takes_runs_and_converts_as_openvino_runs_the_if(channels, tmp_path):
+    model, xml = _squeeze_if_one(channels, tmp_path)
+    assert ir_layer_types(xml)[("If", "opset8")] == 1
+    x = np.random.default_rng(channels).standard_normal((2, channels, 3, 4)).astype(np.float32)
+    (expected,) = run_openvino_xml(xml, {"x": x}).values()
+    assert expected.shape == ((2, 3, 4) if channels == 1 else (2, channels, 3, 4))
+    read = ir.read_model(xml)
+    (by_poolir,) = runtime.run(read, {"x": x}).values()
+    np.testing.assert_array_equal(by_poolir, expected)
+    back = converter.ir_to_onnx(read)
+    assert "If" not in {node.op_type for node in back.graph.node}
+    (by_onnxruntime,) = run_onnxruntime(back, {back.graph.input[0].name: x}).values()
+    np.testing.assert_array_equal(by_onnxruntime, expected)
+    if channels == 1:  # with 3 channels onnxruntime refuses the ONNX file: the untaken Squeeze fails its inference
+        np.testing.assert_array_equal(by_onnxruntime, run_onnxruntime(model, {"x": x})["y"])
+    assert ir.serialize(read) == (xml.read_bytes(), xml.with_suffix(".bin").read_bytes())  # the file keeps its If
+
+
+def test_a_port_map_naming_a_layer_the_body_lacks_is_refused(tmp_path):
+    _, xml = _squeeze_if_one(1, tmp_path)
+    text = xml.read_text()
+    broken = re.sub(r'(<then_port_map>\s*<input external_port_id="\d+" internal_layer_id=")\d+', r"\g<1>999", text)
+    assert broken != text
+    xml.write_text(broken)
+    with pytest.raises(InvalidModelError, match="the then_port_map names a layer its body does not have"):
+        with_constant_branches(ir.read_model(xml))
+
+
+def test_a_model_without_an_if_is_not_copied(tmp_path):
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = ir.read_model(openvino_ir_of(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                                           ir_version=8), tmp_path))
+    assert with_constant_branches(model) is model
