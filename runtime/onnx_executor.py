@@ -40,7 +40,7 @@ from poolir.runtime.onnx_ops.control_flow import IfStep
 from poolir.runtime.onnx_ops.convolution import ConvStep
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_ops.movement import constant_value
-from poolir.runtime.onnx_shape_values import ShapeValues
+from poolir.runtime.onnx_shape_values import MAX_SIGNATURES, ShapeValues
 from poolir.runtime.onnx_ops.registry import (ADAPTERS, NodeContext, arity_problem, first_opset, normalize_attributes,
                                              op_version)
 from poolir.runtime.program import TensorSpec
@@ -287,6 +287,8 @@ class OnnxProgram:
         key = (id(graph), tuple((name, value.dtype.str, value.shape) for name, value in feeds.items()))
         program = self._branches.get(key)
         if program is None:
+            if len(self._branches) >= MAX_SIGNATURES:  # a session run on ever new shapes keeps the latest only
+                self._branches.clear()
             model = onnx.ModelProto(ir_version=self._ir_version, opset_import=self._opset_import)
             model.graph.CopyFrom(graph)
             model.graph.input.extend(onnx.helper.make_tensor_value_info(name, onnx.helper.np_dtype_to_tensor_dtype(
