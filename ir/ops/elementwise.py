@@ -37,6 +37,7 @@ SHAPE_RULES = ShapeRules()
 _FOLDABLE_BINARY: dict[str, Callable] = {
     "Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply, "Maximum": np.maximum,
     "Minimum": np.minimum, "Mod": np.fmod,  # Mod-1: the remainder takes the dividend's sign
+    "FloorMod": np.mod,  # FloorMod-1: the divisor's sign (OpenVINO folds constants exactly; its CPU kernel does not)
 }
 
 
@@ -69,8 +70,8 @@ def infer_binary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     fold = _FOLDABLE_BINARY.get(layer.type)
     integral = is_integer(a.element_type)
     # Integer values fold with numpy's wrap-around, silently (numpy's overflow warning would reach stderr);
-    # Mod and Divide by zero are left to the runtime kernels, which give what OpenVINO gives.
-    by_zero = b.value is not None and layer.type in ("Divide", "Mod") and np.any(b.value == 0)
+    # Mod, FloorMod and Divide by zero are left to the runtime kernels, which give what OpenVINO gives.
+    by_zero = b.value is not None and layer.type in ("Divide", "Mod", "FloorMod") and np.any(b.value == 0)
     if a.value is not None and b.value is not None and integral and not by_zero:
         with np.errstate(all="ignore"):
             if fold is not None:

@@ -13,6 +13,7 @@ import openvino as ov
 import openvino.opset1 as ov1
 import pytest
 
+from poolir import ir
 from tests.runtime.ir_cases import OV_TYPES, assert_matches_openvino, save_ir
 
 RNG = np.random.default_rng(14)
@@ -72,3 +73,21 @@ def test_folded_integer_arithmetic_is_exact(tmp_path):
     outs = assert_matches_openvino(path, {"x": np.ones(3, np.int64)}, context="folded")
     values = [v.tolist() for v in outs.values()]
     assert [2752511, 306783377, -4] in values and [6, 0, 1] in values  # floor division, floor modulo
+
+
+def test_a_reshape_target_computed_with_floor_mod_of_constants_is_known(tmp_path):
+    """OpenVINO's unfolded IR of ViT's TorchScript export (Core.read_model + save_model): the bounds of a Slice of
+    ShapeOf are FloorMod(2, 3) and (-5 mod 3), so the Reshape after it has a known rank only if FloorMod folds, as
+    OpenVINO folds it (exactly: the divisor's sign). Both bounds are checked against OpenVINO on the real run."""
+    x = ov1.parameter([197, 1, 2304], ov.Type.f32, name="x")
+    shape = ov1.shape_of(x)
+    def constant(value):
+        return ov1.constant(np.array([value], np.int64))
+    start = ov1.floor_mod(constant(-5), constant(3))   # 1, where the dividend's sign (Mod) would give -2
+    stop = ov1.floor_mod(constant(2), constant(3))     # 2
+    kept = ov.opset8.slice(shape, start, stop, constant(1))       # [1]
+    target = ov1.concat([constant(197), kept, constant(3), constant(768)], 0)
+    path = save_ir([ov1.reshape(x, target, special_zero=False).output(0)], [x], tmp_path / "vit.xml")
+    assert {"FloorMod", "Slice"} <= {layer.type for layer in ir.read_model(path).layers}
+    outputs = assert_matches_openvino(path, {"x": RNG.standard_normal((197, 1, 2304)).astype(np.float32)})
+    assert next(iter(outputs.values())).shape == (197, 1, 3, 768)
