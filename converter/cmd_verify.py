@@ -143,9 +143,8 @@ def format_summary(report: Report) -> str:
     verdict = "all match" if report.passed else f"{failed} model(s) failed" + (
         f" ({invalid} could not be verified)" if invalid else "")
     summary = f"{len(report.models)} model(s), {sum(counts.values())} row(s): {rows or 'none'} -- {verdict}"
-    lines = [f"\nerror: {printable(m.error['message'], limit=None)}" if m.error is not None
-             else f"\nfailed: {printable(m.source, limit=None)}"
-             for m in report.models if not m.passed]
+    # The failures by name only: an error's message is in its model's block above, and on stderr.
+    lines = [f"\nfailed: {printable(m.source, limit=None)}" for m in report.models if not m.passed]
     return summary + "".join(lines)
 
 
