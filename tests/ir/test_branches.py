@@ -17,7 +17,7 @@ from poolir.ir.errors import InvalidModelError
 from tests.networks.peers import ir_layer_types, openvino_ir_of, run_onnxruntime, run_openvino_xml
 
 
-def _squeeze_if_one(channels: int, folder):
+def _squeeze_if_one(channels: int, folder, batch: int | str = 2):
     """TorchScript's squeeze(1): Shape, Gather, Equal, If (then: Squeeze; else: Identity), then a Relu, as the ONNX
     file and as OpenVINO's IR of it."""
     one = numpy_helper.from_array(np.array(1, np.int64), "one")
@@ -31,15 +31,18 @@ def _squeeze_if_one(channels: int, folder):
              helper.make_node("If", ["c"], ["chosen"], then_branch=then, else_branch=other),
              helper.make_node("Relu", ["chosen"], ["y"])]
     graph = helper.make_graph(nodes, "squeeze_if_one",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, channels, 3, 4])],
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, channels, 3, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [one, axes])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return model, openvino_ir_of(model, folder, compress_to_fp16=False)
 
 
+@pytest.mark.parametrize("batch", [2, "N"], ids=["static", "dynamic batch"])
 @pytest.mark.parametrize("channels", [1, 3])
-def test_the_body_the_condition_takes_runs_and_converts_as_openvino_runs_the_if(channels, tmp_path):
-    model, xml = _squeeze_if_one(channels, tmp_path)
+def test_the_body_the_condition_takes_runs_and_converts_as_openvino_runs_the_if(channels, batch, tmp_path):
+    """With a dynamic batch the condition's value is not inferred, but dim 1 of the shape it reads is a number
+    (ir.shape_elements)."""
+    model, xml = _squeeze_if_one(channels, tmp_path, batch)
     assert ir_layer_types(xml)[("If", "opset8")] == 1
     x = np.random.default_rng(channels).standard_normal((2, channels, 3, 4)).astype(np.float32)
     (expected,) = run_openvino_xml(xml, {"x": x}).values()
