@@ -100,10 +100,15 @@ def _spliced(model: Model, layer: Layer, branch: str) -> Model:
                                 where=where)
     body = _body(model, parts[f"{branch}_body"], f"{model.source}: {where}: {branch}_body")
     inputs, outputs = _port_map(parts[f"{branch}_port_map"], model.source, where)
-    body_ids = {body_layer.id for body_layer in body.layers}
-    if not set(inputs.values()) | set(outputs.values()) <= body_ids:
+    body_types = {body_layer.id: body_layer.type for body_layer in body.layers}
+    if not set(inputs.values()) | set(outputs.values()) <= set(body_types):
         raise InvalidModelError(f"the {branch}_port_map names a layer its body does not have", file=model.source,
                                 where=where)
+    for entries, kind in ((inputs, "Parameter"), (outputs, "Result")):
+        wrong = [internal for internal in entries.values() if body_types[internal] != kind]
+        if wrong:
+            raise InvalidModelError(f"the {branch}_port_map maps a port to layer {wrong[0]} of its body, which is a "
+                                    f"{body_types[wrong[0]]}, not a {kind}", file=model.source, where=where)
     base = max(existing.id for existing in model.layers) + 1
     outer = {port: model.producer(layer.id, port) for port in inputs}
     # What the body's Parameters stand for (the outer producers), and what its Results stand for (their producers).

@@ -1,7 +1,8 @@
 """OpenVINO's If-8 with a condition inference knows (ir.branches): run and converted as the body it takes.
 
 The real case, OpenVINO's IR of PyTorch's TorchScript LocalResponseNorm export, is in
-tests/networks/test_pytorch_blocks.py; here both branches of one If, and a broken port map. The ONNX side of If is tests/runtime/test_if.py."""
+tests/networks/test_pytorch_blocks.py; here both branches of one If, static and with a dynamic batch, and hostile
+edits of a body and its port map. The ONNX side of If is tests/runtime/test_if.py."""
 
 from __future__ import annotations
 
@@ -59,14 +60,34 @@ def test_the_body_the_condition_takes_runs_and_converts_as_openvino_runs_the_if(
     assert ir.serialize(read) == (xml.read_bytes(), xml.with_suffix(".bin").read_bytes())  # the file keeps its If
 
 
-def test_a_port_map_naming_a_layer_the_body_lacks_is_refused(tmp_path):
+# Hostile edits of the taken (then) body and its port map: each is refused with the file's error, never a crash.
+BROKEN = {
+    "a missing layer": (r'(<then_port_map>\s*<input external_port_id="\d+" internal_layer_id=")\d+', r"\g<1>999",
+                        "the then_port_map names a layer its body does not have"),
+    "a Parameter as output": (r'(<then_port_map>.*?<output external_port_id="\d+" internal_layer_id=")\d+', r"\g<1>0",
+                              "maps a port to layer 0 of its body, which is a Parameter, not a Result"),
+    "no integer port": (r'(<then_port_map>\s*<input external_port_id=")\d+', r"\g<1>x",
+                        "a port map entry without integer external_port_id and internal_layer_id"),
+    "an unconnected port": (r'(<then_port_map>\s*<input external_port_id=")\d+', r"\g<1>7",
+                            "input port 7 of the If is not connected"),
+    "no output": (r'(<then_port_map>.*?)<output [^>]*/>', r"\g<1>", "but the then body does not compute it"),
+    "no body": (r"<then_body>.*?</then_body>", "", "the If has no <then_body> or <then_port_map>"),
+    "a Const past the .bin": (r'(<then_body>.*?offset=")\d+', r"\g<1>99999999", "lies past the end of the weights"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(BROKEN))
+def test_a_broken_body_or_port_map_is_refused(edit, tmp_path):
     _, xml = _squeeze_if_one(1, tmp_path)
+    pattern, replacement, message = BROKEN[edit]
     text = xml.read_text()
-    broken = re.sub(r'(<then_port_map>\s*<input external_port_id="\d+" internal_layer_id=")\d+', r"\g<1>999", text)
+    broken = re.sub(pattern, replacement, text, count=1, flags=re.S)
     assert broken != text
     xml.write_text(broken)
-    with pytest.raises(InvalidModelError, match="the then_port_map names a layer its body does not have"):
-        with_constant_branches(ir.read_model(xml))
+    model = ir.read_model(xml)  # read and kept as it stands: only run and convert look inside
+    for use in (runtime.Session, converter.ir_to_onnx):
+        with pytest.raises(InvalidModelError, match=re.escape(message)):
+            use(model)
 
 
 def test_a_model_without_an_if_is_not_copied(tmp_path):
