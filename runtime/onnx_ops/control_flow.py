@@ -21,8 +21,10 @@ define("If", [(1, {"then_branch": Attribute(GRAPH, required=True),
 
 
 def condition_value(condition) -> bool:
-    """The branch an If takes: its condition must hold exactly one element (any type numpy reads as a truth)."""
+    """The branch an If takes: its condition must be a bool tensor (If's type B) of exactly one element."""
     flat = np.asarray(condition).reshape(-1)
+    if flat.dtype != np.bool_:  # onnxruntime refuses another type when it loads the model
+        raise UsageError(f"the condition of If is {flat.dtype}; it must be bool")
     if flat.size != 1:
         raise UsageError(f"the condition of If has {flat.size} elements; it must have one")
     return bool(flat[0])

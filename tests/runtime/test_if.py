@@ -97,6 +97,25 @@ def test_a_condition_of_two_elements_is_refused():
         runtime.run(model, {"x": _feeds(True)["x"], "c": np.array([True, False])})
 
 
+def test_a_condition_that_is_not_bool_is_refused():
+    then = _branch("then", [helper.make_node("Neg", ["x"], ["t"])], "t")
+    other = _branch("else", [helper.make_node("Abs", ["x"], ["e"])], "e")
+    model = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)],
+                   inputs=(X, helper.make_tensor_value_info("c", TensorProto.FLOAT, [])), initializers=())
+    with pytest.raises(FeedError, match="the condition of If is float32; it must be bool"):
+        runtime.run(model, {"x": _feeds(True)["x"], "c": np.array(0.5, np.float32)})
+
+
+def test_a_branch_that_returns_an_outer_value_returns_it():
+    """onnxruntime refuses such a model ("Subgraph output (x) is an outer scope value being returned directly"); a
+    graph may list an input among its outputs, and poolir reads a branch alike."""
+    then = helper.make_graph([], "then", [], [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)])
+    other = _branch("else", [helper.make_node("Abs", ["x"], ["e"])], "e")
+    model = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], initializers=())
+    feeds = _feeds(True)
+    np.testing.assert_array_equal(runtime.run(model, feeds)["y"], feeds["x"])
+
+
 def test_a_branch_with_another_number_of_outputs_is_refused():
     then = _branch("then", [helper.make_node("Neg", ["x"], ["t"])], "t")
     other = _branch("else", [helper.make_node("Abs", ["x"], ["e"])], "e")
