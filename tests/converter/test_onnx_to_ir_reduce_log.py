@@ -120,6 +120,11 @@ def _backend_cases():
 
 
 BACKEND = _backend_cases()
+# OpenVINO 2026.4's ReduceMax over an empty axis, which the IR's ReduceLogSumExp shifts by, returns garbage now and then
+# (about 10 runs in 300 gave a NaN or a finite value instead of -inf, measured compiling the same IR again and again),
+# so OpenVINO's result for this case is not an oracle; poolir's own run of the IR is judged against the ONNX
+# backend's expected value instead.
+OPENVINO_UNINITIALIZED = {"test_reduce_log_sum_exp_empty_set"}
 
 
 @pytest.mark.parametrize("name", sorted(BACKEND))
@@ -137,7 +142,11 @@ def test_backend_case_with_constant_axes(name, tmp_path):
         else:
             feeds[value.name] = np.asarray(array)
     ir.write_model(onnx_to_ir(model), tmp_path / "m.xml")
-    got = openvino_run_xml(tmp_path / "m.xml", feeds, [graph.output[0].name])[graph.output[0].name]
     want = np.asarray(outputs[0])
+    if name in OPENVINO_UNINITIALIZED:
+        (got,) = runtime.run(ir.read_model(tmp_path / "m.xml"), feeds).values()
+        np.testing.assert_array_equal(got, want)
+        return
+    got = openvino_run_xml(tmp_path / "m.xml", feeds, [graph.output[0].name])[graph.output[0].name]
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=max(case.rtol, 1e-5), atol=max(case.atol, 1e-6))
