@@ -26,6 +26,10 @@ class TensorInfo:
     element_type: str
     shape: Shape
     value: np.ndarray | None = field(default=None, compare=False)  # a known constant value
+    # The elements of a shape vector whose value is not wholly known: each an int, or None for a dynamic dim
+    # (ShapeOf of a tensor with a dynamic batch). Gather, Concat and Reshape read them, so a reshape target built
+    # from the static dims of such a tensor still gives static dims: `shape_vector_elements`.
+    elements: tuple[int | None, ...] | None = field(default=None, compare=False)
 
 
 def dynamic_shape(rank: int) -> Shape:
@@ -126,6 +130,20 @@ def folded(element_type: str, shape: Shape, value) -> TensorInfo:
     value = np.asarray(value)
     keep = value.size <= MAX_FOLDED_ELEMENTS
     return TensorInfo(element_type, shape, value.astype(dtype_of(element_type)) if keep else None)
+
+
+def shape_vector_elements(info: TensorInfo) -> list[int | None] | None:
+    """The elements of a 0-D or 1-D integer tensor: its value's, or its partly known `elements`; None otherwise."""
+    if info.value is not None and np.ndim(info.value) <= 1 and is_integer(info.element_type):
+        return [int(v) for v in np.ravel(info.value)]
+    return list(info.elements) if info.elements is not None else None
+
+
+def info_of_elements(element_type: str, shape: Shape, elements: list[int | None]) -> TensorInfo:
+    """A shape vector's TensorInfo from its elements: folded when every element is known."""
+    if all(element is not None for element in elements):
+        return folded(element_type, shape, np.asarray(elements, np.int64).reshape(static_values(shape) or ()))
+    return TensorInfo(element_type, shape, elements=tuple(elements))
 
 
 def info_of_value(element_type: str, value: np.ndarray | None, shape: Shape) -> TensorInfo:

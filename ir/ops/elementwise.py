@@ -12,7 +12,7 @@ from poolir.ir.element_types import check_computable, is_integer
 from poolir.ir.errors import InvalidModelError
 from poolir.ir.model import Dim, Layer, shape_str
 from poolir.ir.registry import ShapeRules
-from poolir.ir.shapes import TensorInfo, broadcast_shapes, folded
+from poolir.ir.shapes import TensorInfo, broadcast_shapes, folded, info_of_elements
 
 AUTO_BROADCAST = ("none", "numpy")  # "pdpd" exists in OpenVINO but no pooling model uses it
 BINARY_TYPES = ("Add", "Subtract", "Multiply", "Divide", "FloorMod", "Mod", "Maximum", "Minimum", "Power")
@@ -96,6 +96,8 @@ def infer_convert(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     check_computable(target, "destination_type")
     if data.value is not None:
         return [folded(target, data.shape, data.value)]
+    if data.elements is not None and is_integer(target):  # shape elements fit every integer type
+        return [info_of_elements(target, data.shape, list(data.elements))]
     return [TensorInfo(target, data.shape)]
 
 

@@ -13,8 +13,8 @@ from poolir.ir.element_types import is_integer
 from poolir.ir.errors import InvalidModelError
 from poolir.ir.model import Dim, Layer, Shape, shape_str, static_shape
 from poolir.ir.registry import ShapeRules
-from poolir.ir.shapes import (TensorInfo, dynamic_shape, info_of_value, normalize_axis, scalar_int, static_length,
-                              static_values)
+from poolir.ir.shapes import (TensorInfo, dynamic_shape, info_of_elements, info_of_value, normalize_axis, scalar_int,
+                              shape_vector_elements, static_length, static_values)
 
 _STRIDED_SLICE_MASKS = ("begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")
 
@@ -155,6 +155,17 @@ def infer_strided_slice(layer: Layer, inputs: list[TensorInfo]) -> list[TensorIn
     return [info_of_value(data.element_type, value, shape)]
 
 
+def _picked_elements(data: TensorInfo, indices: TensorInfo) -> list[int | None] | None:
+    """Gather of a partly known shape vector by constant indices in range: the elements picked."""
+    elements = shape_vector_elements(data)
+    if elements is None or indices.value is None or np.ndim(indices.value) > 1:
+        return None
+    picks = [int(i) for i in np.ravel(indices.value)]
+    if not all(-len(elements) <= i < len(elements) for i in picks):
+        return None  # out of range: the value path below says so when it can, the run otherwise
+    return [elements[i] for i in picks]
+
+
 @SHAPE_RULES.register("Gather")
 def infer_gather(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data, indices, axis_info = inputs
@@ -173,6 +184,9 @@ def infer_gather(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
         raise InvalidModelError(f"batch_dims {batch_dims} is greater than axis {axis}")
     shape = data.shape[:axis] + indices.shape[batch_dims:] + data.shape[axis + 1:]
     value = None
+    picked = _picked_elements(data, indices) if data.value is None and batch_dims == 0 and rank == 1 else None
+    if picked is not None:
+        return [info_of_elements(data.element_type, shape, picked)]
     if data.value is not None and indices.value is not None and batch_dims == 0:
         size = data.value.shape[axis]
         if np.any(indices.value >= size) or np.any(indices.value < -size):

@@ -15,10 +15,11 @@ import numpy as np
 from poolir.ir.attributes import BOOL, INT, STR, REQUIRED, Attr, OpVersion
 from poolir.ir.element_types import INDEX_ELEMENT_TYPES, is_integer
 from poolir.ir.errors import InvalidModelError, UnsupportedError
-from poolir.ir.model import Dim, Layer, shape_str, static_shape
+from poolir.ir.model import Dim, Layer, Shape, shape_str, static_shape
 from poolir.ir.registry import ShapeRules
-from poolir.ir.shapes import (TensorInfo, axes_of, broadcast_shapes, dynamic_shape, folded, info_of_value,
-                              MAX_FOLDED_ELEMENTS, normalize_axis, scalar_int, static_length, static_values)
+from poolir.ir.shapes import (TensorInfo, axes_of, broadcast_shapes, dynamic_shape, folded, info_of_elements,
+                              info_of_value, MAX_FOLDED_ELEMENTS, normalize_axis, scalar_int, shape_vector_elements,
+                              static_length, static_values)
 
 PAD_MODES = ("constant", "edge", "reflect", "symmetric")
 
@@ -60,6 +61,21 @@ def reshape_target_problem(requested: Sequence[int], rank: int, zero_copies: boo
     return None
 
 
+def _partly_known_target(target: TensorInfo, data: TensorInfo, special_zero: bool, rank: int) -> Shape:
+    """The output dims of a Reshape whose target is partly known (ir.shapes.TensorInfo.elements): a positive element
+    is that dim, a special zero copies the input's, and the rest (-1, unknown) are dynamic."""
+    elements = target.elements if target.elements is not None and len(target.elements) == rank else (None,) * rank
+    dims = []
+    for index, element in enumerate(elements):
+        if element is not None and element > 0:
+            dims.append(Dim.static(element))
+        elif element == 0 and special_zero and index < len(data.shape):
+            dims.append(data.shape[index])
+        else:
+            dims.append(Dim.dynamic())
+    return tuple(dims)
+
+
 @SHAPE_RULES.register("Reshape")
 def infer_reshape(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     data, target = inputs
@@ -67,7 +83,7 @@ def infer_reshape(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
         raise InvalidModelError(f"the target shape input must be 1-D, got {shape_str(target.shape)}")
     if target.value is None:
         rank = static_length(target, "the output rank is unknown (a dynamic-length target shape)")
-        return [TensorInfo(data.element_type, dynamic_shape(rank))]
+        return [TensorInfo(data.element_type, _partly_known_target(target, data, layer.attrs["special_zero"], rank))]
     requested = [int(v) for v in np.ravel(target.value)]
     problem = reshape_target_problem(requested, len(data.shape), layer.attrs["special_zero"])
     if problem:
@@ -123,7 +139,14 @@ def infer_squeeze(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     keep = [i for i in range(rank) if i not in axes or (data.shape[i].is_static and data.shape[i].min != 1)]
     shape = tuple(data.shape[i] for i in keep)
     value = data.value.reshape([data.value.shape[i] for i in keep]) if data.value is not None else None
-    return [info_of_value(data.element_type, value, shape)]
+    return [_same_elements(data, value, shape)]
+
+
+def _same_elements(data: TensorInfo, value, shape: Shape) -> TensorInfo:
+    """Squeeze and Unsqueeze keep a partly known shape vector's elements (a scalar dim made a 1-element vector)."""
+    if value is None and data.elements is not None and len(shape) <= 1:
+        return info_of_elements(data.element_type, shape, list(data.elements))
+    return info_of_value(data.element_type, value, shape)
 
 
 def unsqueeze_axes(raw: list[int], rank: int) -> list[int]:
@@ -150,7 +173,7 @@ def infer_unsqueeze(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     dims = iter(data.shape)
     shape = tuple(Dim.static(1) if i in axes else next(dims) for i in range(rank))
     value = np.expand_dims(data.value, tuple(axes)) if data.value is not None else None
-    return [info_of_value(data.element_type, value, shape)]
+    return [_same_elements(data, value, shape)]
 
 
 @SHAPE_RULES.register("Concat")
@@ -176,6 +199,9 @@ def infer_concat(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     value = None
     if all(i.value is not None for i in inputs):
         value = np.concatenate([i.value for i in inputs], axis=axis)
+    elif rank == 1 and all(shape_vector_elements(i) is not None for i in inputs):  # a shape vector, partly known
+        return [info_of_elements(first.element_type, tuple(dims),
+                                 [e for i in inputs for e in shape_vector_elements(i)])]
     return [info_of_value(first.element_type, value, tuple(dims))]
 
 
@@ -258,10 +284,7 @@ def infer_shape_of(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     (data,) = inputs
     output_type = layer.attrs.get("output_type", "i64")
     shape = (Dim.static(len(data.shape)),)
-    values = static_values(data.shape)
-    if values is not None:
-        return [folded(output_type, shape, np.asarray(values, dtype=np.int64))]
-    return [TensorInfo(output_type, shape)]
+    return [info_of_elements(output_type, shape, [dim.value for dim in data.shape])]
 
 
 def broadcast_mode(layer: Layer) -> str:

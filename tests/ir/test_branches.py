@@ -7,6 +7,7 @@ edits of a body and its port map. The ONNX side of If is tests/runtime/test_if.p
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +17,8 @@ from poolir import converter, ir, runtime
 from poolir.ir.branches import with_constant_branches
 from poolir.ir.errors import InvalidModelError
 from tests.networks.peers import ir_layer_types, openvino_ir_of, run_onnxruntime, run_openvino_xml
+
+DATA = Path(__file__).parent / "data"
 
 
 def _squeeze_if_one(channels: int, folder, batch: int | str = 2):
@@ -97,3 +100,21 @@ def test_a_model_without_an_if_is_not_copied(tmp_path):
     model = ir.read_model(openvino_ir_of(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                                                            ir_version=8), tmp_path))
     assert with_constant_branches(model) is model
+
+
+def test_openvinos_ir_of_a_dynamic_batch_local_response_norm_export_runs_and_converts(tmp_path):
+    """PyTorch's TorchScript export (opset 17, dynamic batch) of Conv, ReLU, LocalResponseNorm and a ceil MaxPool:
+    the If tests dim 1 of an AvgPool of the input reshaped to a target built from ShapeOf of the dynamic-batch
+    tensor, which OpenVINO keeps. Inference carries the target's known elements (ir.shapes.TensorInfo.elements),
+    so dim 1 is known through the pool, and so is the condition."""
+    source = DATA / "local_response_norm_dynamic_batch_ts17.onnx"
+    xml = openvino_ir_of(source, tmp_path, compress_to_fp16=False)
+    assert ir_layer_types(xml)[("If", "opset8")] == 1
+    x = np.random.default_rng(5).standard_normal((3, 3, 16, 16)).astype(np.float32)
+    (expected,) = run_openvino_xml(xml, {"x": x}).values()
+    read = ir.read_model(xml)
+    np.testing.assert_allclose(next(iter(runtime.run(read, {"x": x}).values())), expected, rtol=1e-5, atol=1e-6)
+    back = converter.ir_to_onnx(read)
+    (by_onnxruntime,) = run_onnxruntime(back, {back.graph.input[0].name: x}).values()
+    np.testing.assert_allclose(by_onnxruntime, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(run_onnxruntime(source, {"x": x})["y"], expected, rtol=1e-5, atol=1e-6)
