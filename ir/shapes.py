@@ -8,6 +8,7 @@ MAX_FOLDED_ELEMENTS elements.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -141,8 +142,9 @@ def shape_vector_elements(info: TensorInfo) -> list[int | None] | None:
 
 def info_of_elements(element_type: str, shape: Shape, elements: list[int | None]) -> TensorInfo:
     """A shape vector's TensorInfo from its elements: folded when every element is known."""
-    if all(element is not None for element in elements):
-        return folded(element_type, shape, np.asarray(elements, np.int64).reshape(static_values(shape) or ()))
+    dims = static_values(shape)
+    if dims is not None and math.prod(dims) == len(elements) and all(element is not None for element in elements):
+        return folded(element_type, shape, np.asarray(elements, np.int64).reshape(dims))
     return TensorInfo(element_type, shape, elements=tuple(elements))
 
 
