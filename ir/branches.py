@@ -12,24 +12,21 @@ convert read it through `with_constant_branches`, which splices the taken body i
 - body layers get ids after the graph's own; the body is read with the reader's own checks (its Consts point
   into the model's .bin: ir.model.Model.weights).
 
-The condition is known when inference knows its value, or when it compares shape elements that are numbers (a
-static dim of a tensor with a dynamic batch: ir.shape_elements). An If whose condition is known only at run time
-stays, and run and convert refuse it as an unsupported layer.
+The condition is known when inference knows its value; with a dynamic batch that includes a comparison of a static
+dim (inference carries the known elements of a shape vector: ir.shapes.TensorInfo.elements). An If whose condition
+is known only at run time stays, and run and convert refuse it as an unsupported layer.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 from lxml import etree
 
 from poolir.ir.errors import InvalidModelError, layer_label
-from poolir.ir.infer import Inference, infer_model
+from poolir.ir.infer import infer_model
 from poolir.ir.model import Edge, Layer, Model
 from poolir.ir.reader import parse_model
-from poolir.ir.shape_elements import shape_elements
-from poolir.ir.shapes import TensorInfo
 
 
 def with_constant_branches(model: Model) -> Model:
@@ -40,11 +37,11 @@ def with_constant_branches(model: Model) -> Model:
                       and layer.extra_elements and layer.inputs]
         if not candidates:
             return model
-        graph = _Graph(model, infer_model(model))
+        inference = infer_model(model)
         taken = []
         for layer in candidates:
             producer = model.producer(layer.id, layer.inputs[0].id)
-            value = _condition(graph, (producer.from_layer, producer.from_port)) if producer else None
+            value = inference.output(producer.from_layer, producer.from_port).value if producer else None
             if value is not None and value.size == 1:
                 taken.append((layer, "then" if bool(value.reshape(-1)[0]) else "else"))
         if not taken:
@@ -52,44 +49,6 @@ def with_constant_branches(model: Model) -> Model:
         for layer, branch in taken:
             model = _spliced(model, layer, branch)
     return model
-
-
-class _Graph:
-    """A read model and its inference, as ir.shape_elements walks it (an output is (layer id, port id))."""
-
-    def __init__(self, model: Model, inference: Inference):
-        self.model, self.inference = model, inference
-
-    def info(self, ref: tuple[int, int]) -> TensorInfo:
-        return self.inference.output(*ref)
-
-    def producer(self, ref: tuple[int, int]) -> tuple[Layer, list[tuple[int, int]]]:
-        layer = self.model.layer(ref[0])
-        edges = [self.model.producer(layer.id, port.id) for port in layer.inputs]
-        return layer, [(edge.from_layer, edge.from_port) for edge in edges if edge is not None]
-
-
-_COMPARISONS = {"Equal": np.equal, "NotEqual": np.not_equal, "Greater": np.greater, "GreaterEqual": np.greater_equal,
-                "Less": np.less, "LessEqual": np.less_equal}
-
-
-def _condition(graph: _Graph, ref: tuple[int, int]) -> np.ndarray | None:
-    """The condition's value: inferred, or a comparison of shape elements that are numbers although the shape they
-    come from is not static (Equal(Gather(ShapeOf(x), 1), 1) on a dynamic batch: dim 1 is known)."""
-    value = graph.info(ref).value
-    if value is not None:
-        return np.asarray(value)
-    layer, inputs = graph.producer(ref)
-    compare = _COMPARISONS.get(layer.type)
-    if compare is None or len(inputs) != 2:
-        return None
-    sides = [shape_elements(graph, side) for side in inputs]
-    if any(side is None or not all(isinstance(element, int) for element in side) for side in sides):
-        return None
-    try:
-        return compare(*(np.array(side, np.int64) for side in sides))
-    except ValueError:  # shapes that do not broadcast: left to the run to refuse
-        return None
 
 
 def _spliced(model: Model, layer: Layer, branch: str) -> Model:

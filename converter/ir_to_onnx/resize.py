@@ -18,7 +18,7 @@ import numpy as np
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
-from poolir.ir.shape_elements import kept_whatever_length, own_dims_marked
+from poolir.converter.shape_elements import kept_whatever_length, own_dims_marked
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.ops.resize import coordinate_scales, pads, resized_axes

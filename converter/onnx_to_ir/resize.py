@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value
-from poolir.ir.shape_elements import DimOf, kept_whatever_length, own_dims_marked, shape_elements
+from poolir.converter.shape_elements import DimOf, kept_whatever_length, own_dims_marked, shape_elements
 from poolir.ir.errors import ConversionError, InvalidModelError, UsageError
 from poolir.ir.ops.resize import output_lengths
 from poolir.runtime.kernels.resize import AxisResize, run_time_length_problem, same_sampling

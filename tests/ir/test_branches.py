@@ -44,8 +44,8 @@ def _squeeze_if_one(channels: int, folder, batch: int | str = 2):
 @pytest.mark.parametrize("batch", [2, "N"], ids=["static", "dynamic batch"])
 @pytest.mark.parametrize("channels", [1, 3])
 def test_the_body_the_condition_takes_runs_and_converts_as_openvino_runs_the_if(channels, batch, tmp_path):
-    """With a dynamic batch the condition's value is not inferred, but dim 1 of the shape it reads is a number
-    (ir.shape_elements)."""
+    """With a dynamic batch, dim 1 of the shape the condition reads is still a number: inference carries the known
+    elements of a shape vector (ir.shapes.TensorInfo.elements)."""
     model, xml = _squeeze_if_one(channels, tmp_path, batch)
     assert ir_layer_types(xml)[("If", "opset8")] == 1
     x = np.random.default_rng(channels).standard_normal((2, channels, 3, 4)).astype(np.float32)
