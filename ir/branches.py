@@ -14,7 +14,8 @@ convert read it through `with_constant_branches`, which splices the taken body i
 
 The condition is known when inference knows its value; with a dynamic batch that includes a comparison of a static
 dim (inference carries the known elements of a shape vector: ir.shapes.TensorInfo.elements). An If whose condition
-is known only at run time stays, and run and convert refuse it as an unsupported layer.
+is known only at run time stays: a run executes the body its condition takes (runtime.ir_if), and IR -> ONNX writes
+an ONNX If (converter.ir_to_onnx.branches); both read its bodies through `if_branch`.
 """
 
 from __future__ import annotations
@@ -29,12 +30,25 @@ from poolir.ir.model import Edge, Layer, Model
 from poolir.ir.reader import parse_model
 
 
+def is_if(layer: Layer) -> bool:
+    """An OpenVINO If-8 with its bodies (kept by the reader as the layer's extra elements)."""
+    return layer.type == "If" and layer.version == "opset8" and bool(layer.extra_elements)
+
+
+@dataclasses.dataclass(frozen=True)
+class Branch:
+    """One body of an If-8, read with the reader's checks, and its port map, checked against the body."""
+
+    body: Model
+    inputs: dict[int, int]   # the If's input port -> the body's Parameter id
+    outputs: dict[int, int]  # the If's output port -> the body's Result id
+
+
 def with_constant_branches(model: Model) -> Model:
     """`model` itself when no If-8 has a condition inference knows, else a copy with each such If replaced by the
     body its condition takes (repeated: a body may hold an If of its own)."""
     for _ in range(64):  # a body inside a body: each round takes one level; a deeper nesting stays refused
-        candidates = [layer for layer in model.layers if layer.type == "If" and layer.version == "opset8"
-                      and layer.extra_elements and layer.inputs]
+        candidates = [layer for layer in model.layers if is_if(layer) and layer.inputs]
         if not candidates:
             return model
         inference = infer_model(model)
@@ -51,7 +65,9 @@ def with_constant_branches(model: Model) -> Model:
     return model
 
 
-def _spliced(model: Model, layer: Layer, branch: str) -> Model:
+def if_branch(model: Model, layer: Layer, branch: str) -> Branch:
+    """The `branch` ("then" or "else") body of the If-8 `layer` of `model`; a port map naming a port the layer does
+    not have, or a body layer that is not a Parameter (inputs) or a Result (outputs), is refused."""
     where = layer_label(layer.name, layer.id, layer.type)
     parts = {etree.fromstring(text).tag: text for _, text in layer.extra_elements}
     if f"{branch}_body" not in parts or f"{branch}_port_map" not in parts:
@@ -68,6 +84,18 @@ def _spliced(model: Model, layer: Layer, branch: str) -> Model:
         if wrong:
             raise InvalidModelError(f"the {branch}_port_map maps a port to layer {wrong[0]} of its body, which is a "
                                     f"{body_types[wrong[0]]}, not a {kind}", file=model.source, where=where)
+    for entries, ports, kind in ((inputs, layer.inputs, "input"), (outputs, layer.outputs, "output")):
+        missing = sorted(set(entries) - {port.id for port in ports})
+        if missing:
+            raise InvalidModelError(f"the {branch}_port_map maps {kind} port {missing[0]}, which the If does not "
+                                    "have", file=model.source, where=where)
+    return Branch(body, inputs, outputs)
+
+
+def _spliced(model: Model, layer: Layer, branch: str) -> Model:
+    where = layer_label(layer.name, layer.id, layer.type)
+    taken = if_branch(model, layer, branch)
+    body, inputs, outputs = taken.body, taken.inputs, taken.outputs
     base = max(existing.id for existing in model.layers) + 1
     outer = {port: model.producer(layer.id, port) for port in inputs}
     # What the body's Parameters stand for (the outer producers), and what its Results stand for (their producers).
@@ -134,4 +162,4 @@ def _port_map(text: str, source, where: str) -> tuple[dict[int, int], dict[int, 
     return inputs, outputs
 
 
-__all__ = ["with_constant_branches"]
+__all__ = ["Branch", "if_branch", "is_if", "with_constant_branches"]

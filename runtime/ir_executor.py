@@ -27,9 +27,10 @@ from poolir.ir.element_types import DTYPES, dtype_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, layer_label
 from poolir.ir.infer import Inference, infer_model, infer_with_inputs
 from poolir.ir.model import Layer, Model, observed_port_names
-from poolir.ir.branches import with_constant_branches
+from poolir.ir.branches import is_if, with_constant_branches
 from poolir.ir.schema import refuse_unknown_layers
 from poolir.ir.validate import topological_order, validate_graph
+from poolir.runtime.ir_if import IfStep
 from poolir.runtime.ir_ops.registry import BUILDERS, EXECUTOR_LAYER_TYPES, LayerFn, LayerInfo, supported_layer_types
 from poolir.runtime.live_memory import LiveBytes, check_planned_peak, tensor_bytes
 from poolir.runtime.program import TensorSpec
@@ -47,11 +48,13 @@ class _Step:
 class IRProgram:
     """An IR model, validated and planned once; `execute(feeds)` runs it."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, *, nesting: int = 0):
         model = with_constant_branches(model)  # an If-8 whose condition inference knows: the body it takes
         self.model = model
         self.file = model.source
-        self._check_supported(model.layers)  # every unsupported layer at once, before the first one fails
+        self._check_supported([layer for layer in model.layers if not is_if(layer)])  # every one at once
+        self.parameter_names: dict[int, str] = {}  # layer id -> feed name (runtime.ir_if feeds a body by these)
+        self.result_names: dict[int, str] = {}  # Result layer id -> output name
         # ir/validate.py: duplicate ids, dangling or doubled edges, unconnected ports, port counts, the schema
         # (op version, typed attributes, allowed values, defaults) and attribute ranges; then the order.
         validate_graph(model)
@@ -88,6 +91,8 @@ class IRProgram:
                 elif layer.type == "Result":
                     self._plan_result(layer, producers[(layer.id, layer.inputs[0].id)], layers, inputs)
                     result_ids.append(layer.id)
+                elif is_if(layer):  # decided at run time (one a constant decides was spliced above)
+                    self._steps.append(_Step(layer, IfStep(model, layer, _plan_body, nesting), inputs, outputs))
                 else:
                     sources = [layers[producers[(layer.id, p.id)][0]] for p in layer.inputs]
                     if _folded_by_openvino(layer, sources, folded):
@@ -203,6 +208,7 @@ class IRProgram:
         self.inputs.append(TensorSpec(name, dtype_of(str(element_type)), dims, tuple(shape) if ranged else None,
                                       tuple(port.names[1:])))
         self._parameters.append((name, outputs[0]))
+        self.parameter_names[layer.id] = name
 
     def _plan_const(self, layer: Layer, outputs: tuple[int, ...]) -> None:
         if layer.data is None:
@@ -221,6 +227,7 @@ class IRProgram:
         name = port.names[0] if port.names else layer.name  # unique: ir.validate.check_names
         self.outputs.append(name)
         self._results.append((name, inputs[0]))
+        self.result_names[layer.id] = name
 
     # ----------------------------------------------------------------------------------------------
     # Running
@@ -272,6 +279,10 @@ class IRProgram:
             aliased = slot in self._constants or slot in self._feed_slots or not value.flags.owndata
             outputs[name] = value.copy() if aliased else value
         return outputs
+
+
+def _plan_body(body: Model, nesting: int) -> IRProgram:
+    return IRProgram(body, nesting=nesting)
 
 
 def _folded_by_openvino(layer: Layer, sources: list[Layer], folded: set[int]) -> bool:

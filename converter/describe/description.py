@@ -38,6 +38,7 @@ class LayerDescription:
     # False for an IR layer of a type (or version) poolir does not know: attrs are the file's raw strings and
     # the inferred output dims are its declared ones, trusted.
     known: bool = True
+    branches: bool = False  # an If-8 with its bodies (ir.branches.is_if): run and convert take them
 
 
 @dataclass(slots=True)
@@ -66,8 +67,10 @@ class ModelDescription:
         for layer in self.layers:
             ident = f"{layer.id} " if layer.id is not None else ""
             lines.append(f"  {ident}{layer.name}: {layer.type} {layer.version}" + (
-                "" if layer.known else "  [unknown layer type: attributes kept as text, declared output dims "
-                                       "trusted for shape inference; run and convert refuse it]"))
+                "" if layer.known else "  [bodies kept as written, declared output dims trusted for shape inference; "
+                                       "run and convert take the body the condition chooses]" if layer.branches
+                else "  [unknown layer type: attributes kept as text, declared output dims trusted for shape "
+                     "inference; run and convert refuse it]"))
             if layer.attrs:
                 lines.append("      " + " ".join(f"{k}={_attr_text(v)}" for k, v in layer.attrs.items()))
             if layer.value is not None:

@@ -7,6 +7,7 @@ from typing import Any
 from poolir import ir
 from poolir.converter.describe.description import (LayerDescription, ModelDescription, PortDescription,
                                                    TensorDescription)
+from poolir.ir.branches import is_if
 from poolir.ir.model import Dim, Model, Shape, shape_str
 
 # A Const of at most this many elements shows its values (an LpPool's p, a reduction's axes).
@@ -35,7 +36,7 @@ def describe_ir(model: Model) -> ModelDescription:
     for layer in model.layers:
         attrs = {name: _json_value(value) for name, value in layer.attrs.items()}
         description = LayerDescription(layer.id, layer.name, layer.type, layer.version, attrs,
-                                       known=ir.schema.is_known(layer))
+                                       known=ir.schema.is_known(layer), branches=is_if(layer))
         if layer.data is not None and layer.data.size <= SHOWN_CONST_ELEMENTS:
             kind = layer.data.dtype.kind  # bfloat16 has kind "V": it is a float too
             description.value = layer.data.astype(bool if kind == "b" else int if kind in "iu" else float).tolist()

@@ -7,6 +7,7 @@ from typing import Callable
 import onnx
 from onnx import helper
 
+from poolir.converter.ir_to_onnx.branches import convert_if
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import (NEWEST_WRITTEN_OPSET, OLDEST_WRITTEN_OPSET, ONNX_IR_VERSION,
                                                 WRITABLE_OPSETS)
@@ -14,8 +15,9 @@ from poolir.converter.ir_to_onnx.registry import CONVERTERS, FOLDS
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, layer_label
 from poolir.ir.infer import infer_model
 from poolir.ir.model import Model
-from poolir.ir.branches import with_constant_branches
+from poolir.ir.branches import is_if, with_constant_branches
 from poolir.ir.schema import refuse_unknown_layers
+from poolir.runtime.onnx_subgraphs import node_reads
 
 
 def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET,
@@ -24,9 +26,17 @@ def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET,
     progress(done, total) is called after each layer (the command line shows it on stderr for a long run)."""
     if opset not in WRITABLE_OPSETS:
         raise UsageError(f"opset {opset} is not supported (supported: {OLDEST_WRITTEN_OPSET}..{NEWEST_WRITTEN_OPSET})")
+    graph, _ = convert_graph(model, opset, progress)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ONNX_IR_VERSION,
+                             producer_name="poolir")
+
+
+def convert_graph(model: Model, opset: int, progress: Callable[[int, int], None] | None = None
+                  ) -> tuple[onnx.GraphProto, Context]:
+    """The ONNX graph of `model`, and the context that wrote it (which layer became which input and output)."""
     model = with_constant_branches(model)  # an If-8 whose condition inference knows: the body it takes
     # Every layer type without a conversion at once (unknown types and versions included), before inference.
-    refuse_unknown_layers(model.layers, model.source,
+    refuse_unknown_layers([layer for layer in model.layers if not is_if(layer)], model.source,
                           lambda layer: layer.type in CONVERTERS or layer.type in FOLDS)
     if not any(layer.type == "Result" for layer in model.layers):
         # OpenVINO 2026.4 reads, compiles and runs such an IR and returns nothing; onnxruntime loads the
@@ -41,6 +51,9 @@ def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET,
         if layer.id in context.folded:
             continue
         try:
+            if is_if(layer):  # decided at run time (one a constant decides was spliced above)
+                convert_if(context, layer, convert_graph)
+                continue
             fold = FOLDS.get(layer.type)
             if fold is not None and fold(context, layer):
                 continue
@@ -56,8 +69,7 @@ def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET,
     inputs = [info for _, info in sorted(context.graph_inputs, key=lambda item: position[item[0]])]
     outputs = [info for _, info in sorted(context.graph_outputs, key=lambda item: position[item[0]])]
     # Constants that only a folded pattern read (an LpPool's p, prod(k), 1/p) are dropped.
-    read = {name for node in context.nodes for name in node.input} | {info.name for info in outputs}
+    read = {name for node in context.nodes for name in node_reads(node)} | {info.name for info in outputs}
     initializers = [tensor for tensor in context.initializers if tensor.name in read]
     graph = helper.make_graph(context.nodes, model.name or "model", inputs, outputs, initializer=initializers)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=ONNX_IR_VERSION,
-                             producer_name="poolir")
+    return graph, context

@@ -25,7 +25,7 @@ from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.onnx_functions import inline_functions
 from poolir.runtime.onnx_model import default_opset, order_nodes, refuse_unsupported
-from poolir.runtime.onnx_ops.control_flow import condition_value
+from poolir.runtime.kernels.condition import condition_value
 
 
 # Constant folding computes a node whose inputs are all constant with the runtime's own ONNX adapters, when

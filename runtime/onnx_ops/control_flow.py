@@ -9,25 +9,14 @@ runs, an If included. The ONNX -> IR converter takes the branch a constant condi
 
 from __future__ import annotations
 
-import numpy as np
-
 from poolir.ir.errors import UnsupportedError, UsageError
+from poolir.runtime.kernels.condition import condition_value
 from poolir.runtime.onnx_ops.registry import GRAPH, Attribute, NodeContext, adapter, define
 from poolir.runtime.onnx_subgraphs import implicit_inputs
 
 # If-1 .. If-21 differ only in the element types their outputs may have.
 define("If", [(1, {"then_branch": Attribute(GRAPH, required=True),
                    "else_branch": Attribute(GRAPH, required=True)})], max_outputs=1 << 16)
-
-
-def condition_value(condition) -> bool:
-    """The branch an If takes: its condition must be a bool tensor (If's type B) of exactly one element."""
-    flat = np.asarray(condition).reshape(-1)
-    if flat.dtype != np.bool_:  # onnxruntime refuses another type when it loads the model
-        raise UsageError(f"the condition of If is {flat.dtype}; it must be bool")
-    if flat.size != 1:
-        raise UsageError(f"the condition of If has {flat.size} elements; it must have one")
-    return bool(flat[0])
 
 
 class IfStep:

@@ -72,7 +72,7 @@ BROKEN = {
     "no integer port": (r'(<then_port_map>\s*<input external_port_id=")\d+', r"\g<1>x",
                         "a port map entry without integer external_port_id and internal_layer_id"),
     "an unconnected port": (r'(<then_port_map>\s*<input external_port_id=")\d+', r"\g<1>7",
-                            "input port 7 of the If is not connected"),
+                            "the then_port_map maps input port 7, which the If does not have"),
     "no output": (r'(<then_port_map>.*?)<output [^>]*/>', r"\g<1>", "but the then body does not compute it"),
     "no body": (r"<then_body>.*?</then_body>", "", "the If has no <then_body> or <then_port_map>"),
     "a Const past the .bin": (r'(<then_body>.*?offset=")\d+', r"\g<1>99999999", "lies past the end of the weights"),

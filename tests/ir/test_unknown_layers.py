@@ -19,6 +19,8 @@ from poolir import converter, ir, runtime
 from poolir.converter.cli import main
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError
 
+from tests.networks.peers import run_onnxruntime
+
 ov = pytest.importorskip("openvino")
 
 
@@ -173,13 +175,17 @@ def test_sub_graphs_of_unknown_layers_are_kept_in_place_with_their_weights(tmp_p
     assert branch.type == "If" and [text[1:text.index(">")].split()[0] for _, text in branch.extra_elements] == [
         "else_port_map", "then_port_map", "then_body", "else_body"]
     assert ir.serialize(model) == (path.read_bytes(), _bin(path))
-    with pytest.raises(UnsupportedError, match="unsupported layer types: If-opset8"):
-        converter.ir_to_onnx(model)
+    # The condition is an input, so the If is decided at run time: run by poolir, and as an ONNX If by onnxruntime.
+    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    back = converter.ir_to_onnx(model)
+    for condition, expected in ((True, np.maximum(x, 0) + 0.25), (False, -x + 0.25)):  # hand-worked
+        feeds = {"c": np.array(condition), "x": x}
+        np.testing.assert_array_equal(next(iter(runtime.run(model, feeds).values())), expected)
+        np.testing.assert_array_equal(next(iter(run_onnxruntime(back, feeds).values())), expected)
     # Change the top-level Const: OpenVINO still runs the written file, with the bodies' Const intact.
     (k,) = [layer for layer in model.layers if layer.type == "Const" and layer.data.size == 6]
     k.data = np.full((2, 3), 2.0, np.float32)
     ir.write_model(model, tmp_path / "again.xml")
-    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
     compiled = ov.Core().compile_model(str(tmp_path / "again.xml"), "CPU")
     (y,) = compiled({"c": np.array(False), "x": x}).values()
     np.testing.assert_array_equal(y, -x + 2.0)  # hand-worked: the else branch negates, then + 2

@@ -1,0 +1,131 @@
+"""OpenVINO's If-8 decided at run time (runtime.ir_if), and its conversion to an ONNX If (converter.ir_to_onnx.branches).
+
+The IRs are OpenVINO's own, of ONNX files whose If condition comes from the data: a run must take each branch as
+OpenVINO does, and the ONNX If poolir writes must give the same in onnxruntime. An If a constant decides is
+tests/ir/test_branches.py."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from poolir import converter, ir, runtime
+from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.runtime.ir_if import MAX_NESTING
+from tests.networks.peers import ir_layer_types, openvino_ir_of, run_onnxruntime, run_openvino_xml
+
+SHAPE = [1, 3, 8, 8]
+
+
+def _value(name: str, shape=SHAPE):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _branches(depth: int, tag: str = ""):
+    """then: Relu(x), or at depth > 1 an If of its own on the mean of x; else: x * 2.5 - 1 (its own constants)."""
+    if depth > 1:
+        then_nodes = [*_condition(f"inner{tag}{depth}", 1.0),
+                      helper.make_node("If", [f"inner{tag}{depth}c"], [f"t{tag}{depth}"],
+                                       **_branches(depth - 1, f"{tag}{depth}"))]
+    else:
+        then_nodes = [helper.make_node("Relu", ["x"], [f"t{tag}{depth}"])]
+    scale = numpy_helper.from_array(np.array(2.5, np.float32), f"scale{tag}{depth}")
+    one = numpy_helper.from_array(np.array(1.0, np.float32), f"one{tag}{depth}")
+    other = helper.make_graph([helper.make_node("Mul", ["x", f"scale{tag}{depth}"], [f"m{tag}{depth}"]),
+                               helper.make_node("Sub", [f"m{tag}{depth}", f"one{tag}{depth}"], [f"e{tag}{depth}"])],
+                              "else", [], [_value(f"e{tag}{depth}")], [scale, one])
+    then = helper.make_graph(then_nodes, "then", [], [_value(f"t{tag}{depth}")])
+    return {"then_branch": then, "else_branch": other}
+
+
+def _condition(prefix: str, threshold: float):
+    """prefix + "c": whether the mean of x exceeds `threshold` (a value only a run knows)."""
+    threshold = helper.make_tensor(f"{prefix}t", TensorProto.FLOAT, [], [threshold])
+    return [helper.make_node("ReduceMean", ["x"], [f"{prefix}m"], keepdims=0),
+            helper.make_node("Constant", [], [f"{prefix}k"], value=threshold),
+            helper.make_node("Greater", [f"{prefix}m", f"{prefix}k"], [f"{prefix}c"])]
+
+
+def _if_model(depth: int = 1):
+    nodes = [*_condition("outer", 0.1), helper.make_node("If", ["outerc"], ["chosen"], **_branches(depth)),
+             helper.make_node("MaxPool", ["chosen"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, "runtime_if", [_value("x")], [_value("y", None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _inputs():
+    """Inputs whose means take every path: the outer else (means -0.5, 0.05), the outer then with the inner else
+    (0.3), and with the inner then (2.0)."""
+    base = np.random.default_rng(3).standard_normal(SHAPE).astype(np.float32)
+    return [base - base.mean() + shift for shift in (-0.5, 0.05, 0.3, 2.0)]
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_openvinos_if_decided_at_run_time_runs_and_converts_as_openvino_runs_it(depth, tmp_path):
+    model = _if_model(depth)
+    xml = openvino_ir_of(model, tmp_path)
+    assert ir_layer_types(xml)[("If", "opset8")] == depth
+    read = ir.read_model(xml)
+    session = runtime.Session(read)
+    back = converter.ir_to_onnx(read)
+    assert [node.op_type for node in back.graph.node].count("If") == 1
+    for x in _inputs():
+        (expected,) = run_openvino_xml(xml, {"x": x}).values()
+        np.testing.assert_array_equal(next(iter(session.run({"x": x}).values())), expected)
+        np.testing.assert_array_equal(next(iter(run_onnxruntime(back, {"x": x}).values())), expected)
+        # the f16 weights round 2.5 and 1 exactly, so the source computes the same numbers
+        np.testing.assert_array_equal(run_onnxruntime(model, {"x": x})["y"], expected)
+    assert ir.serialize(read) == (xml.read_bytes(), xml.with_suffix(".bin").read_bytes())  # the file keeps its If
+
+
+# Hostile edits of the then body, its port map, and the If's declarations: each refused with the file's error.
+BROKEN = {
+    "a Parameter fed by no port": (r'(<then_port_map>\s*)<input [^>]*/>', r"\g<1>",
+                                   "the then_body's Parameter 0 is fed by no input port of the If"),
+    "an output port no body gives": (r'(<then_port_map>.*?)<output [^>]*/>', r"\g<1>",
+                                     "the then_body gives no value for output port"),
+    "the condition feeding a Parameter": (r'(<then_port_map>\s*<input external_port_id=")\d+', r"\g<1>0",
+                                          "feeds a Parameter from port 0, the condition"),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(BROKEN))
+def test_a_broken_port_map_of_an_if_decided_at_run_time_is_refused(edit, tmp_path):
+    xml = openvino_ir_of(_if_model(), tmp_path)
+    pattern, replacement, message = BROKEN[edit]
+    text = xml.read_text()
+    broken = re.sub(pattern, replacement, text, count=1, flags=re.S)
+    assert broken != text
+    xml.write_text(broken)
+    model = ir.read_model(xml)
+    for use in (runtime.Session, converter.ir_to_onnx):
+        with pytest.raises(InvalidModelError, match=re.escape(message)):
+            use(model)
+
+
+def test_a_body_that_computes_other_dims_than_the_if_declares_is_refused_by_the_run(tmp_path):
+    """Inference trusts the If's declared output dims (the layer after it is planned from them): a run checks them."""
+    xml = openvino_ir_of(_if_model(), tmp_path)
+    text = xml.read_text()
+    head, tail = text.split("<then_body>", 1)
+    at = head.rindex("<output>")
+    head = head[:at] + head[at:].replace("<dim>8</dim>", "<dim>9</dim>", 1)
+    xml.write_text(head + "<then_body>" + tail)
+    session = runtime.Session(ir.read_model(xml))
+    then_input, else_input = _inputs()[3], _inputs()[0]
+    with pytest.raises(InvalidModelError, match=r"the then_body computes output port \d+ as float32 \[1,3,8,8\], "
+                                                r"and the If declares float32 \[1,3,9,8\]"):
+        session.run({"x": then_input})
+    with pytest.raises(InvalidModelError, match="the else_body computes"):
+        session.run({"x": else_input})
+
+
+def test_bodies_nested_too_deep_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr("poolir.runtime.ir_if.MAX_NESTING", 1)
+    xml = openvino_ir_of(_if_model(2), tmp_path)
+    with pytest.raises(UnsupportedError, match="If bodies nested more than 1 deep"):
+        runtime.Session(ir.read_model(xml))
+    assert MAX_NESTING >= 8
