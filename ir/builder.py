@@ -67,6 +67,7 @@ class GraphBuilder:
         self._tensor_names: set[str] = set()  # names given by name_tensor
         self._shape_sources: dict[OutputRef, OutputRef] = {}  # a ShapeOf's output -> the tensor it measures
         self._sources: list[tuple[OutputRef, ...]] = []  # per layer id: the outputs feeding its inputs, in order
+        self._kept_weights = bytearray()  # what sub-graphs of kept layers point into (Model.weights)
 
     # -- layers ---------------------------------------------------------------------------------
 
@@ -92,6 +93,28 @@ class GraphBuilder:
             if tensor_name:
                 self._port(ref).names = (tensor_name,)
         return refs
+
+    def keep_weights(self, blob: bytes) -> int:
+        """Add `blob` to the weights the sub-graphs of kept layers (add_kept) point into; returns its offset, which
+        is its offset in the .bin the model is written with (ir.writer keeps Model.weights first)."""
+        offset = len(self._kept_weights)
+        self._kept_weights += blob
+        return offset
+
+    def add_kept(self, layer_type: str, version: str, inputs: Sequence[OutputRef], outputs: Sequence[TensorInfo],
+                 extra_elements: list[tuple[int, str]], name: str | None = None) -> list[OutputRef]:
+        """Add a layer of a type the schema does not know (an If-8 with its bodies): no attributes, its other child
+        elements given verbatim (as ir.model.Layer.extra_elements), its outputs declared as `outputs`, which
+        shape inference then trusts."""
+        layer_id = len(self._layers)
+        name = self._unique_name(name or f"{layer_type}_{layer_id}", False)
+        for ref in inputs:
+            if ref not in self._infos:
+                raise UsageError(f"input {ref} is not an output of a layer of this builder")
+        layer = Layer(layer_id, name, layer_type, version, {}, inputs=[Port(index) for index in range(len(inputs))])
+        layer.outputs = [Port(len(inputs) + index, info.element_type, info.shape) for index, info in enumerate(outputs)]
+        layer.extra_elements = list(extra_elements)
+        return self._added(layer, list(inputs), list(outputs))
 
     def result(self, ref: OutputRef, name: str | None = None) -> int:
         """Add a Result fed by `ref`; `name` becomes the tensor name a run returns it under."""
@@ -147,7 +170,8 @@ class GraphBuilder:
         if version not in IR_VERSIONS:
             raise UsageError(f"IR version {version!r} is not supported (supported: {IR_VERSIONS_TEXT})")
         model = Model(name=self.name, version=version,
-                      layers=[_copy_layer(layer) for layer in self._layers], edges=list(self._edges))
+                      layers=[_copy_layer(layer) for layer in self._layers], edges=list(self._edges),
+                      weights=bytes(self._kept_weights) if self._kept_weights else None)
         validate_graph(model)
         inference = infer_model(model)
         for layer in model.layers:
@@ -178,6 +202,10 @@ class GraphBuilder:
         except PoolirError as error:
             raise error.located(where=where) from None
         layer.outputs = [Port(len(inputs) + index) for index in range(len(infos))]
+        return self._added(layer, inputs, infos)
+
+    def _added(self, layer: Layer, inputs: list[OutputRef], infos: list[TensorInfo]) -> list[OutputRef]:
+        layer_id, layer_type, name = layer.id, layer.type, layer.name
         self._layers.append(layer)
         self._sources.append(tuple(inputs))
         self._names.add(name)
@@ -207,7 +235,9 @@ class GraphBuilder:
 
 
 def _copy_layer(layer: Layer) -> Layer:
-    return Layer(layer.id, layer.name, layer.type, layer.version, dict(layer.attrs),
+    copy = Layer(layer.id, layer.name, layer.type, layer.version, dict(layer.attrs),
                  [Port(p.id, p.element_type, p.shape, p.names, p.rt_info) for p in layer.inputs],
                  [Port(p.id, p.element_type, p.shape, p.names, p.rt_info) for p in layer.outputs],
                  layer.data, layer.rt_info, dict(layer.element_attrs))
+    copy.extra_elements = list(layer.extra_elements)
+    return copy

@@ -29,7 +29,7 @@ def implicit_inputs(node: onnx.NodeProto) -> list[str]:
     """The outer values the node's subgraphs read (their free names), in first-read order."""
     found: dict[str, None] = {}
     for graph in subgraphs(node):
-        for name in _free_names(graph):
+        for name in free_names(graph):
             found.setdefault(name)
     return list(found)
 
@@ -49,7 +49,8 @@ def nested_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
             yield from nested_nodes(inner)
 
 
-def _free_names(graph: onnx.GraphProto) -> list[str]:
+def free_names(graph: onnx.GraphProto) -> list[str]:
+    """The values of outer scopes the graph reads by name, in first-read order."""
     defined = {"", *(value.name for value in graph.input), *(init.name for init in graph.initializer)}
     free: dict[str, None] = {}
     for node in graph.node:

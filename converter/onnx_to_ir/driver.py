@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 
 from poolir.converter.element_types import ir_element_type
+from poolir.converter.onnx_to_ir.branches import if_outputs
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value, layer_version
 from poolir.converter.onnx_to_ir.registry import BY_THE_DRIVER, CONVERTERS
 from poolir.ir.builder import GraphBuilder, OutputRef
@@ -25,7 +26,6 @@ from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.onnx_functions import inline_functions
 from poolir.runtime.onnx_model import default_opset, order_nodes, refuse_unsupported
-from poolir.runtime.kernels.condition import condition_value
 
 
 # Constant folding computes a node whose inputs are all constant with the runtime's own ONNX adapters, when
@@ -89,7 +89,7 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
         except Exception as error:  # onnx raises what numpy raises: dims that do not match the data, ...
             raise InvalidModelError(f"initializer '{name}' cannot be read: {error}") from None
         values[name] = array  # a Const only where a layer or an output uses it (constants.value)
-    _convert_nodes(builder, graph, opset, values, constants, progress)
+    _convert_nodes(builder, graph, opset, values, constants, ir_version, progress)
     parameter_refs = {values[i.name].ref for i in graph.input if i.name not in initializers}
     if not graph.output:  # the IR would have no Result, and no runtime runs a graph without one
         raise InvalidModelError("the graph declares no outputs, so there is nothing to convert")
@@ -115,7 +115,11 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
             copy = {"destination_type": value.element_type}
             ref = builder.add("Convert", layer_version("Convert", copy), [ref], attrs=copy, name=f"{name}/copy")[0]
         builder.result(ref, name=name)
-    return _without_dead_layers(_constants_shared(builder.build(version=ir_version)))
+    return _finished(builder.build(version=ir_version))
+
+
+def _finished(model: Model) -> Model:
+    return _without_dead_layers(_constants_shared(model))
 
 
 def _constants_shared(model: Model) -> Model:
@@ -247,13 +251,21 @@ def converts(op_type: str, opset: int) -> bool:
 
 
 def _convert_nodes(builder: GraphBuilder, graph: onnx.GraphProto, opset: int, values: dict[str, Value | np.ndarray],
-                   constants: "_Constants", progress: Callable[[int, int], None] | None = None) -> None:
+                   constants: "_Constants", ir_version: int, progress: Callable[[int, int], None] | None = None) -> None:
     """Convert (or fold) the graph's nodes in dependency order, adding their outputs to `values`."""
     available = {"", *values, *(value.name for value in graph.input)}
+
+    def convert_graph(target: GraphBuilder, inner: onnx.GraphProto, inner_values: dict) -> Callable:
+        """An If's branch: in place when its condition is a constant, else into a body of its own."""
+        target_constants = constants if target is builder else _Constants(target)
+        _convert_nodes(target, inner, opset, inner_values, target_constants, ir_version)
+        return target_constants.value
+
     for done, (index, node) in enumerate(order_nodes(graph, available), start=1):  # any file order, as in run
         try:
             if node.op_type == "If":
-                outputs = _taken_branch(builder, node, opset, values, constants)
+                attrs = onnx_ops.normalize_attributes(node, onnx_ops.op_version("If", opset))
+                outputs = if_outputs(builder, node, attrs, values, convert_graph, _finished, ir_version)
             else:
                 outputs = _fold(node, opset, values, constants)
                 if outputs is None:
@@ -267,30 +279,6 @@ def _convert_nodes(builder: GraphBuilder, graph: onnx.GraphProto, opset: int, va
                     builder.name_tensor(value.ref, name)
         if progress is not None:
             progress(done, len(graph.node))
-
-
-def _taken_branch(builder: GraphBuilder, node: onnx.NodeProto, opset: int, values: dict[str, Value | np.ndarray],
-                  constants: "_Constants") -> list[Value | np.ndarray]:
-    """An If whose condition is a constant (the TorchScript exporter's squeeze(dim) test, folded from static
-    shapes) is the branch it takes, converted in its place; the IR poolir writes has no control flow, so an If
-    decided at run time is refused."""
-    attrs = onnx_ops.normalize_attributes(node, onnx_ops.op_version("If", opset))
-    condition = values.get(node.input[0]) if node.input and node.input[0] else None
-    if not isinstance(condition, np.ndarray):
-        raise UnsupportedError("the condition of If is known only at run time, and the IR poolir writes has no "
-                               "control flow (a condition computed from static shapes converts)")
-    branch = attrs["then_branch" if condition_value(condition) else "else_branch"]
-    if len(branch.output) != len(node.output):
-        raise InvalidModelError(f"the branch taken has {len(branch.output)} outputs, the node {len(node.output)}")
-    for initializer in branch.initializer:
-        try:
-            values[initializer.name] = onnx.numpy_helper.to_array(initializer)
-        except Exception as error:
-            raise InvalidModelError(f"initializer '{initializer.name}' cannot be read: {error}") from None
-    _convert_nodes(builder, branch, opset, values, constants)
-    if any(value.name not in values for value in branch.output):
-        raise InvalidModelError("an output of the branch taken is produced by no node")
-    return [values[value.name] for value in branch.output]
 
 
 def _convert_node(builder: GraphBuilder, node: onnx.NodeProto, index: int, opset: int,

@@ -36,7 +36,7 @@ CONVERTERS: dict[str, NodeConverter] = merge_families("ONNX op", {
 })
 
 # Converted by the driver itself, not by a family: If becomes the branch its constant condition takes, in its place
-# (driver._taken_branch).
+# (converter.onnx_to_ir.branches).
 BY_THE_DRIVER = frozenset({"If"})
 
 # Every ONNX op the runtime runs converts today.

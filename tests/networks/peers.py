@@ -186,7 +186,7 @@ class _onnx_file:
 def _infer(model, feeds: Mapping[str, np.ndarray], wanted: list[str]) -> dict[str, np.ndarray]:
     ov = openvino_module()
     compiled = openvino_core().compile_model(model, "CPU", OPENVINO_CPU_CONFIG)
-    inputs = {port.get_any_name(): ov.Tensor(np.ascontiguousarray(feeds[port.get_any_name()]))
+    inputs = {port.get_any_name(): ov.Tensor(np.require(feeds[port.get_any_name()], requirements="C"))  # 0-d stays
               for port in compiled.inputs}
     results = compiled.create_infer_request().infer(inputs)
     outputs = {}

@@ -34,8 +34,7 @@ def _feeds(condition: bool) -> dict[str, np.ndarray]:
             "c": np.array(condition)}
 
 
-@pytest.mark.parametrize("condition", [True, False])
-def test_the_branch_the_condition_chooses_runs_with_the_outer_values_it_reads(condition):
+def _conv_if_model() -> onnx.ModelProto:
     """The then branch reads a Conv's output that a fused in-place Relu would otherwise overwrite, and an
     initializer; the else branch nests another If on the same condition."""
     inner = helper.make_node("If", ["c"], ["n"], then_branch=_branch("t2", [helper.make_node("Neg", ["x"], ["t2"])],
@@ -47,7 +46,12 @@ def test_the_branch_the_condition_chooses_runs_with_the_outer_values_it_reads(co
              helper.make_node("Relu", ["conv"], ["relu"]),
              helper.make_node("If", ["c"], ["chosen"], then_branch=then, else_branch=other),
              helper.make_node("Add", ["chosen", "relu"], ["y"])]
-    model = _model(nodes)
+    return _model(nodes)
+
+
+@pytest.mark.parametrize("condition", [True, False])
+def test_the_branch_the_condition_chooses_runs_with_the_outer_values_it_reads(condition):
+    model = _conv_if_model()
     feeds = _feeds(condition)
     expected = run_onnxruntime(model, feeds)["y"]
     np.testing.assert_allclose(runtime.run(model, feeds)["y"], expected, rtol=1e-5, atol=1e-5)
@@ -80,12 +84,17 @@ def test_a_condition_computed_from_static_shapes_converts_to_the_branch_it_takes
     np.testing.assert_array_equal(run_openvino_xml(xml, feeds, ["y"])["y"], expected)
 
 
-def test_a_condition_known_only_at_run_time_is_refused_by_the_converter():
-    then = _branch("then", [helper.make_node("Neg", ["x"], ["t"])], "t")
-    other = _branch("else", [helper.make_node("Abs", ["x"], ["e"])], "e")
-    model = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], initializers=())
-    with pytest.raises(UnsupportedError, match="the condition of If is known only at run time"):
-        converter.onnx_to_ir(model)
+def test_a_condition_known_only_at_run_time_converts_to_an_if8_that_openvino_runs(tmp_path):
+    """The condition is an input: the IR holds an If-8 (converter.onnx_to_ir.branches), nested in its else body,
+    with the outer Conv output and the weights read by the bodies (tests/runtime/test_ir_if.py has more)."""
+    model = _conv_if_model()
+    xml = tmp_path / "if.xml"
+    ir.write_model(converter.onnx_to_ir(model), xml)
+    for condition in (True, False):
+        feeds = _feeds(condition)
+        expected = run_onnxruntime(model, feeds)["y"]
+        np.testing.assert_allclose(run_openvino_xml(xml, feeds)["y"], expected, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(runtime.run(ir.read_model(xml), feeds)["y"], expected, rtol=1e-5, atol=1e-5)
 
 
 def test_a_condition_of_two_elements_is_refused():

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from poolir import converter, ir, runtime
-from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError
 from poolir.runtime.ir_if import MAX_NESTING
 from tests.networks.peers import ir_layer_types, openvino_ir_of, run_onnxruntime, run_openvino_xml
 
@@ -129,3 +129,82 @@ def test_bodies_nested_too_deep_are_refused(tmp_path, monkeypatch):
     with pytest.raises(UnsupportedError, match="If bodies nested more than 1 deep"):
         runtime.Session(ir.read_model(xml))
     assert MAX_NESTING >= 8
+
+
+# ------------------------------------------------------------------------------------------------------------
+# ONNX If decided at run time -> If-8 (converter.onnx_to_ir.branches)
+
+def _written(model, tmp_path, ir_version: int = 11):
+    xml = tmp_path / f"poolir_v{ir_version}.xml"
+    ir.write_model(converter.onnx_to_ir(model, ir_version=ir_version), xml)
+    return xml
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_an_onnx_if_decided_at_run_time_becomes_an_if8_that_openvino_runs_as_onnxruntime_runs_the_source(
+        depth, tmp_path):
+    model = _if_model(depth)
+    xml = _written(model, tmp_path)
+    assert ir_layer_types(xml)[("If", "opset8")] == depth
+    read = ir.read_model(xml)
+    session = runtime.Session(read)
+    back = converter.ir_to_onnx(read)
+    for x in _inputs():
+        expected = run_onnxruntime(model, {"x": x})["y"]
+        np.testing.assert_array_equal(run_openvino_xml(xml, {"x": x})["y"], expected)
+        np.testing.assert_array_equal(session.run({"x": x})["y"], expected)
+        np.testing.assert_array_equal(run_onnxruntime(back, {"x": x})["y"], expected)
+
+
+def test_branches_of_other_dims_give_dynamic_dims_and_ir_version_10_holds_them_too(tmp_path):
+    """then: MaxPool 2x2 s2 ([1,3,4,4]); else: AveragePool 2x2 s1 ([1,3,7,7]), each reading the outer x."""
+    then = helper.make_graph([helper.make_node("MaxPool", ["x"], ["t"], kernel_shape=[2, 2], strides=[2, 2])],
+                             "then", [], [_value("t", [1, 3, 4, 4])])
+    other = helper.make_graph([helper.make_node("AveragePool", ["x"], ["e"], kernel_shape=[2, 2])], "else", [],
+                              [_value("e", [1, 3, 7, 7])])
+    nodes = [*_condition("c", 0.1), helper.make_node("If", ["cc"], ["y"], then_branch=then, else_branch=other)]
+    model = helper.make_model(helper.make_graph(nodes, "dims", [_value("x")], [_value("y", None)]),
+                              opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    for version in (10, 11):
+        xml = _written(model, tmp_path, version)
+        (layer,) = [layer for layer in ir.read_model(xml).layers if layer.type == "If"]
+        assert [dim.is_static for dim in layer.outputs[0].shape] == [True, True, False, False]
+        for x in _inputs():
+            expected = run_onnxruntime(model, {"x": x})["y"]
+            assert expected.shape[2] in (4, 7)
+            (by_openvino,) = run_openvino_xml(xml, {"x": x}).values()  # an average of 4: summation order
+            np.testing.assert_allclose(by_openvino, expected, rtol=1e-6, atol=1e-7)
+            by_poolir = next(iter(runtime.run(ir.read_model(xml), {"x": x}).values()))
+            np.testing.assert_allclose(by_poolir, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_a_branch_returning_an_outer_value_or_a_constant_and_a_condition_of_shape_1(tmp_path):
+    """onnxruntime refuses a branch whose output is an outer value; the spec allows it. Hand-worked: then gives x,
+    else the initializer k; the condition is an input of shape [1]."""
+    k = numpy_helper.from_array(np.full(SHAPE, 7.0, np.float32), "k")
+    then = helper.make_graph([], "then", [], [_value("x")])
+    other = helper.make_graph([], "else", [], [_value("k")], [k])
+    condition = helper.make_tensor_value_info("c", TensorProto.BOOL, [1])
+    graph = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], "pass",
+                              [condition, _value("x")], [_value("y")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    xml = _written(model, tmp_path)
+    x = _inputs()[0]
+    for flag, expected in ((True, x), (False, np.full(SHAPE, 7.0, np.float32))):
+        feeds = {"c": np.array([flag]), "x": x}
+        np.testing.assert_array_equal(runtime.run(model, feeds)["y"], expected)
+        np.testing.assert_array_equal(run_openvino_xml(xml, feeds)["y"], expected)
+        np.testing.assert_array_equal(runtime.run(ir.read_model(xml), feeds)["y"], expected)
+
+
+def test_branches_of_other_ranks_are_refused_by_the_conversion():
+    axes = numpy_helper.from_array(np.array([0], np.int64), "axes")
+    then = helper.make_graph([helper.make_node("Squeeze", ["x", "axes"], ["t"])], "then", [],
+                             [_value("t", SHAPE[1:])])
+    other = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [], [_value("e")])
+    nodes = [*_condition("c", 0.1), helper.make_node("If", ["cc"], ["y"], then_branch=then, else_branch=other)]
+    model = helper.make_model(helper.make_graph(nodes, "ranks", [_value("x")], [_value("y", None)], [axes]),
+                              opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    with pytest.raises(ConversionError, match="the branches give output 'y' with ranks 3 and 4; an IR port has one "
+                                              "rank"):
+        converter.onnx_to_ir(model)
