@@ -251,7 +251,8 @@ def converts(op_type: str, opset: int) -> bool:
 
 
 def _convert_nodes(builder: GraphBuilder, graph: onnx.GraphProto, opset: int, values: dict[str, Value | np.ndarray],
-                   constants: "_Constants", ir_version: int, progress: Callable[[int, int], None] | None = None) -> None:
+                   constants: "_Constants", ir_version: int,
+                   progress: Callable[[int, int], None] | None = None) -> None:
     """Convert (or fold) the graph's nodes in dependency order, adding their outputs to `values`."""
     available = {"", *values, *(value.name for value in graph.input)}
 

@@ -1,4 +1,5 @@
-"""OpenVINO's If-8 decided at run time (runtime.ir_if), and its conversion to an ONNX If (converter.ir_to_onnx.branches).
+"""OpenVINO's If-8 decided at run time (runtime.ir_if), and its conversion to an ONNX If
+(converter.ir_to_onnx.branches); an ONNX If decided at run time converted to an If-8 (converter.onnx_to_ir.branches).
 
 The IRs are OpenVINO's own, of ONNX files whose If condition comes from the data: a run must take each branch as
 OpenVINO does, and the ONNX If poolir writes must give the same in onnxruntime. An If a constant decides is
