@@ -28,6 +28,7 @@ from poolir.ir.errors import InvalidModelError, layer_label
 from poolir.ir.infer import infer_model
 from poolir.ir.model import Edge, Layer, Model
 from poolir.ir.reader import parse_model
+from poolir.ir.shapes import TensorInfo
 
 
 def is_if(layer: Layer) -> bool:
@@ -65,9 +66,11 @@ def with_constant_branches(model: Model) -> Model:
     return model
 
 
-def if_branch(model: Model, layer: Layer, branch: str) -> Branch:
-    """The `branch` ("then" or "else") body of the If-8 `layer` of `model`; a port map naming a port the layer does
-    not have, or a body layer that is not a Parameter (inputs) or a Result (outputs), is refused."""
+def if_branch(model: Model, layer: Layer, branch: str, *, every_output: bool = False) -> Branch:
+    """The `branch` ("then" or "else") body of the If-8 `layer` of `model`. Refused: a port map naming a port the
+    layer does not have, or a body layer that is not a Parameter (inputs) or a Result (outputs); a Parameter no
+    port feeds; the condition's port feeding a Parameter; with `every_output`, an output port the body gives no
+    value for (a run and an ONNX If need them all; a splice only those read)."""
     where = layer_label(layer.name, layer.id, layer.type)
     parts = {etree.fromstring(text).tag: text for _, text in layer.extra_elements}
     if f"{branch}_body" not in parts or f"{branch}_port_map" not in parts:
@@ -84,16 +87,36 @@ def if_branch(model: Model, layer: Layer, branch: str) -> Branch:
         if wrong:
             raise InvalidModelError(f"the {branch}_port_map maps a port to layer {wrong[0]} of its body, which is a "
                                     f"{body_types[wrong[0]]}, not a {kind}", file=model.source, where=where)
+    unfed = [body_layer.id for body_layer in body.layers
+             if body_layer.type == "Parameter" and body_layer.id not in set(inputs.values())]
+    if unfed:
+        raise InvalidModelError(f"the {branch}_body's Parameter {unfed[0]} is fed by no input port of the If",
+                                file=model.source, where=where)
+    if 0 in inputs:
+        raise InvalidModelError(f"the {branch}_port_map feeds a Parameter from port 0, the condition",
+                                file=model.source, where=where)
     for entries, ports, kind in ((inputs, layer.inputs, "input"), (outputs, layer.outputs, "output")):
         missing = sorted(set(entries) - {port.id for port in ports})
         if missing:
             raise InvalidModelError(f"the {branch}_port_map maps {kind} port {missing[0]}, which the If does not "
                                     "have", file=model.source, where=where)
+    ungiven = [port.id for port in layer.outputs if port.id not in outputs] if every_output else []
+    if ungiven:
+        raise InvalidModelError(f"the {branch}_body gives no value for output port {ungiven[0]} of the If",
+                                file=model.source, where=where)
     return Branch(body, inputs, outputs)
+
+
+def fits(given: TensorInfo, declared: TensorInfo) -> bool:
+    """Whether a tensor fits a declaration of a body's Parameter or the If's output port: the same element type and
+    rank, and each dim both know the same (what a body computes is what inference planned after the If)."""
+    return (given.element_type == declared.element_type and len(given.shape) == len(declared.shape)
+            and all(a == b for a, b in zip(given.shape, declared.shape) if a.is_static and b.is_static))
 
 
 def _spliced(model: Model, layer: Layer, branch: str) -> Model:
     where = layer_label(layer.name, layer.id, layer.type)
+    if_branch(model, layer, "else" if branch == "then" else "then")  # not taken, but read with the same checks
     taken = if_branch(model, layer, branch)
     body, inputs, outputs = taken.body, taken.inputs, taken.outputs
     base = max(existing.id for existing in model.layers) + 1
@@ -162,4 +185,4 @@ def _port_map(text: str, source, where: str) -> tuple[dict[int, int], dict[int, 
     return inputs, outputs
 
 
-__all__ = ["Branch", "if_branch", "is_if", "with_constant_branches"]
+__all__ = ["Branch", "fits", "if_branch", "is_if", "with_constant_branches"]

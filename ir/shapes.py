@@ -32,6 +32,10 @@ class TensorInfo:
     # from the static dims of such a tensor still gives static dims: `shape_vector_elements`.
     elements: tuple[int | None, ...] | None = field(default=None, compare=False)
 
+    def text(self) -> str:
+        """The element type and dims, as messages show a tensor: f32 [1,3,?,?]."""
+        return f"{self.element_type} {shape_str(self.shape)}"
+
 
 def dynamic_shape(rank: int) -> Shape:
     """`rank` fully dynamic dims."""

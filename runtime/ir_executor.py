@@ -29,6 +29,7 @@ from poolir.ir.infer import Inference, infer_model, infer_with_inputs
 from poolir.ir.model import Layer, Model, observed_port_names
 from poolir.ir.branches import is_if, with_constant_branches
 from poolir.ir.schema import refuse_unknown_layers
+from poolir.ir.shapes import TensorInfo
 from poolir.ir.validate import topological_order, validate_graph
 from poolir.runtime.ir_if import IfStep
 from poolir.runtime.ir_ops.registry import BUILDERS, EXECUTOR_LAYER_TYPES, LayerFn, LayerInfo, supported_layer_types
@@ -54,6 +55,7 @@ class IRProgram:
         self.file = model.source
         self._check_supported([layer for layer in model.layers if not is_if(layer)])  # every one at once
         self.parameter_names: dict[int, str] = {}  # layer id -> feed name (runtime.ir_if feeds a body by these)
+        self.parameter_infos: dict[int, TensorInfo] = {}  # layer id -> the element type and dims it declares
         self.result_names: dict[int, str] = {}  # Result layer id -> output name
         # ir/validate.py: duplicate ids, dangling or doubled edges, unconnected ports, port counts, the schema
         # (op version, typed attributes, allowed values, defaults) and attribute ranges; then the order.
@@ -209,6 +211,7 @@ class IRProgram:
                                       tuple(port.names[1:])))
         self._parameters.append((name, outputs[0]))
         self.parameter_names[layer.id] = name
+        self.parameter_infos[layer.id] = TensorInfo(str(element_type), tuple(shape))
 
     def _plan_const(self, layer: Layer, outputs: tuple[int, ...]) -> None:
         if layer.data is None:

@@ -19,7 +19,7 @@ import onnx
 from onnx import helper
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.ir.branches import if_branch
+from poolir.ir.branches import fits, if_branch
 from poolir.ir.errors import InvalidModelError
 from poolir.ir.model import Layer, Model
 from poolir.runtime.onnx_subgraphs import subgraphs
@@ -31,20 +31,24 @@ def convert_if(context: Context, layer: Layer, convert_graph: GraphConverter) ->
     ports = {port.id: index for index, port in enumerate(layer.inputs)}
     branches = {}
     for branch in ("then", "else"):
-        taken = if_branch(context.model, layer, branch)
+        taken = if_branch(context.model, layer, branch, every_output=True)
         graph, body = convert_graph(taken.body, context.opset)
         feeding = {parameter: port for port, parameter in taken.inputs.items()}
-        if 0 in taken.inputs:
-            raise InvalidModelError(f"the {branch}_port_map feeds a Parameter from port 0, the condition")
         outer = {}
         for parameter, info in body.graph_inputs:
-            if parameter not in feeding:
-                raise InvalidModelError(f"the {branch}_body's Parameter {parameter} is fed by no input port of the If")
-            outer[info.name] = context.input(layer, ports[feeding[parameter]])
+            index = ports[feeding[parameter]]
+            given, declared = context.input_info(layer, index), body.inference.output(parameter, 0)
+            if not fits(given, declared):
+                raise InvalidModelError(f"the {branch}_body's Parameter {parameter} takes {declared.text()}, and its "
+                                        f"input port holds {given.text()}")
+            outer[info.name] = context.input(layer, index)
         given = {result: info for result, info in body.graph_outputs}
-        ungiven = [port.id for port in layer.outputs if port.id not in taken.outputs]
-        if ungiven:
-            raise InvalidModelError(f"the {branch}_body gives no value for output port {ungiven[0]} of the If")
+        for index, port in enumerate(layer.outputs):
+            result = taken.outputs[port.id]
+            computed = body.inference.inputs[(result, taken.body.layer(result).inputs[0].id)]
+            if not fits(computed, context.output_info(layer, index)):
+                raise InvalidModelError(f"the {branch}_body computes output port {port.id} as {computed.text()}, and "
+                                        f"the If declares {context.output_info(layer, index).text()}")
         outputs = [given[taken.outputs[port.id]] for port in layer.outputs]
         branches[f"{branch}_branch"] = _branch_graph(context, graph, outer, outputs, f"{layer.name}/{branch}")
     names = [context.name_output(layer, index) for index in range(len(layer.outputs))]

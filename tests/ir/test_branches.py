@@ -75,6 +75,9 @@ BROKEN = {
                             "the then_port_map maps input port 7, which the If does not have"),
     "no output": (r'(<then_port_map>.*?)<output [^>]*/>', r"\g<1>", "but the then body does not compute it"),
     "no body": (r"<then_body>.*?</then_body>", "", "the If has no <then_body> or <then_port_map>"),
+    "a Parameter fed by no port": (r'(<then_port_map>\s*)<input [^>]*/>', r"\g<1>",
+                                   "the then_body's Parameter 0 is fed by no input port of the If"),
+    "the body not taken broken": (r"<else_body>.*?</else_body>", "", "the If has no <else_body> or <else_port_map>"),
     "a Const past the .bin": (r'(<then_body>.*?offset=")\d+', r"\g<1>99999999", "lies past the end of the weights"),
 }
 

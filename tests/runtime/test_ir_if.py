@@ -117,11 +117,26 @@ def test_a_body_that_computes_other_dims_than_the_if_declares_is_refused_by_the_
     xml.write_text(head + "<then_body>" + tail)
     session = runtime.Session(ir.read_model(xml))
     then_input, else_input = _inputs()[3], _inputs()[0]
-    with pytest.raises(InvalidModelError, match=r"the then_body computes output port \d+ as float32 \[1,3,8,8\], "
-                                                r"and the If declares float32 \[1,3,9,8\]"):
+    with pytest.raises(InvalidModelError, match=r"the then_body computes output port \d+ as f32 \[1,3,8,8\], "
+                                                r"and the If declares f32 \[1,3,9,8\]"):
         session.run({"x": then_input})
     with pytest.raises(InvalidModelError, match="the else_body computes"):
         session.run({"x": else_input})
+
+
+def test_a_body_parameter_of_another_type_than_its_port_holds_is_refused_by_the_run_and_the_conversion(tmp_path):
+    xml = openvino_ir_of(_if_model(), tmp_path)
+    text = xml.read_text()
+    edited = re.sub(r'(<then_body>\s*<layers>\s*<layer [^>]*type="Parameter"[^>]*>\s*<data [^>]*element_type=")f32',
+                    r"\g<1>i64", text, count=1)
+    assert edited != text
+    xml.write_text(edited)
+    model = ir.read_model(xml)
+    message = r"the then_body's Parameter .* takes i64 \[1,3,8,8\], and its input port holds f32 \[1,3,8,8\]"
+    with pytest.raises(InvalidModelError, match=message):
+        converter.ir_to_onnx(model)
+    with pytest.raises(InvalidModelError, match=message):
+        runtime.run(model, {"x": _inputs()[3]})
 
 
 def test_bodies_nested_too_deep_are_refused(tmp_path, monkeypatch):
