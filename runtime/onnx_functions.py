@@ -33,6 +33,7 @@ from onnx import defs
 
 from poolir.ir.errors import InvalidModelError, UnsupportedError, node_label, printable
 from poolir.runtime.onnx_opsets import DEFAULT_DOMAINS, imported_opsets
+from poolir.runtime.onnx_subgraphs import nested_nodes, subgraphs
 
 MAX_INLINED_NODES = 1 << 18
 # Calls nested deeper than this are refused, as onnx's checker refuses them ("Function call chain depth exceeds
@@ -83,7 +84,30 @@ def _function_plan(model: onnx.ModelProto, source) -> dict[_Key, onnx.FunctionPr
         raise UnsupportedError(f"the graph would have {total} nodes once its functions are inlined, more than "
                                f"{MAX_INLINED_NODES}", file=source)
     _check_opsets(model, functions, source)
+    _check_calls(model, functions, source)
     return functions
+
+
+def _check_calls(model: onnx.ModelProto, functions: dict[_Key, onnx.FunctionProto], source) -> None:
+    """A call gives at most as many inputs and outputs as its function declares (onnxruntime refuses more; inlined,
+    the extra outputs would be values nothing computes)."""
+    bodies = [model.graph.node, *(function.node for function in functions.values())]
+    for node in (inner for body in bodies for top in body for inner in (top, *_inside(top))):
+        key = _callee(node, functions)
+        if key is None:
+            continue
+        function = functions[key]
+        for kind, given, declared in (("inputs", node.input, function.input), ("outputs", node.output,
+                                                                                function.output)):
+            if len(given) > len(declared):
+                raise InvalidModelError(f"the call gives {len(given)} {kind}; model-local function "
+                                        f"'{_describe(key)}' declares {len(declared)}", file=source,
+                                        where=node_label(node.name or node.op_type, node.op_type))
+
+
+def _inside(node: onnx.NodeProto):
+    for graph in subgraphs(node):
+        yield from nested_nodes(graph)
 
 
 def _describe(key: _Key) -> str:

@@ -30,6 +30,7 @@ from poolir.ir.model import Dim, Model
 from poolir.ir.shapes import TensorInfo
 from poolir.ir.writer import serialize
 from poolir.runtime.kernels.condition import condition_value
+from poolir.runtime.onnx_ops.control_flow import check_branch
 from poolir.runtime.onnx_subgraphs import free_names
 
 # (builder, graph, values) -> the function that makes a constant a Const of that builder, after converting the
@@ -46,7 +47,7 @@ def if_outputs(builder: GraphBuilder, node: onnx.NodeProto, attrs: dict, values:
         raise InvalidModelError("the If has no condition")
     if isinstance(condition, np.ndarray):
         branch = attrs["then_branch" if condition_value(condition) else "else_branch"]
-        _check_arity(branch, node, "branch taken")
+        check_branch(branch, "the branch taken", len(node.output))
         for initializer in branch.initializer:
             values[initializer.name] = _array(initializer)
         convert_graph(builder, branch, values)
@@ -92,7 +93,7 @@ def if_outputs(builder: GraphBuilder, node: onnx.NodeProto, attrs: dict, values:
 def _body(graph: onnx.GraphProto, tag: str, node: onnx.NodeProto, values: dict, ports: dict[OutputRef, int],
           convert_graph: ConvertGraph, finish: Finish, ir_version: int):
     """(body model, {If input port: Parameter id}, output infos, Result ids in output order) of one branch."""
-    _check_arity(graph, node, f"{tag}_branch")
+    check_branch(graph, f"{tag}_branch", len(node.output))
     body = GraphBuilder(f"{tag}_body")
     body_values: dict = {}
     parameters: dict[int, int] = {}
@@ -149,11 +150,6 @@ def _shifted(body: etree._Element, base: int) -> etree._Element:
             if layer.get("type") == "Const" and data is not None and data.get("offset") is not None:
                 data.set("offset", str(int(data.get("offset")) + base))
     return body
-
-
-def _check_arity(graph: onnx.GraphProto, node: onnx.NodeProto, which: str) -> None:
-    if len(graph.output) != len(node.output):
-        raise InvalidModelError(f"the {which} has {len(graph.output)} outputs, the node {len(node.output)}")
 
 
 def _array(initializer: onnx.TensorProto) -> np.ndarray:

@@ -293,11 +293,25 @@ def _convert_node(builder: GraphBuilder, node: onnx.NodeProto, index: int, opset
             raise InvalidModelError(f"input '{name}' is produced by no earlier node, input or initializer")
         value = values[name]
         inputs.append(constants.value(value) if isinstance(value, np.ndarray) else value)
+    version = onnx_ops.op_version(node.op_type, opset)
+    _refuse_required_left_out(node, opset, version.label)
     while inputs and inputs[-1] is None:  # trailing optional inputs left out are just absent
         inputs.pop()
     converter = CONVERTERS[node.op_type]
-    return converter(OnnxNode(node, onnx_ops.op_version(node.op_type, opset), inputs,
-                              node.name or f"{node.op_type}_{index}", builder))
+    return converter(OnnxNode(node, version, inputs, node.name or f"{node.op_type}_{index}", builder))
+
+
+def _refuse_required_left_out(node: onnx.NodeProto, opset: int, label: str) -> None:
+    """An input the op's schema requires, given as an empty name: onnx's checker refuses it in a graph, but not in
+    a model-local function's body, which the converter meets inlined (a Conv without its weight)."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+    except onnx.defs.SchemaError:
+        return
+    single = onnx.defs.OpSchema.FormalParameterOption.Single
+    for position, name in enumerate(node.input):
+        if not name and position < len(schema.inputs) and schema.inputs[position].option == single:
+            raise InvalidModelError(f"input {position} of {label} is required but left out")
 
 
 def _refuse_undecodable_names(graph: onnx.GraphProto) -> None:

@@ -9,6 +9,8 @@ runs, an If included. The ONNX -> IR converter takes the branch a constant condi
 
 from __future__ import annotations
 
+import onnx
+
 from poolir.ir.errors import UnsupportedError, UsageError
 from poolir.runtime.kernels.condition import condition_value
 from poolir.runtime.onnx_ops.registry import GRAPH, Attribute, NodeContext, adapter, define
@@ -17,6 +19,15 @@ from poolir.runtime.onnx_subgraphs import implicit_inputs
 # If-1 .. If-21 differ only in the element types their outputs may have.
 define("If", [(1, {"then_branch": Attribute(GRAPH, required=True),
                    "else_branch": Attribute(GRAPH, required=True)})], max_outputs=1 << 16)
+
+
+def check_branch(graph: onnx.GraphProto, name: str, output_count: int) -> None:
+    """A branch gives as many outputs as the node has, and declares no inputs: it reads outer values by name
+    (onnx's checker and onnxruntime refuse a branch with inputs)."""
+    if len(graph.input):
+        raise UsageError(f"{name} declares {len(graph.input)} inputs; an If branch takes none")
+    if len(graph.output) != output_count:
+        raise UsageError(f"{name} has {len(graph.output)} outputs, the node {output_count}")
 
 
 class IfStep:
@@ -29,8 +40,7 @@ class IfStep:
         self.branches = (context.attrs["else_branch"], context.attrs["then_branch"])
         self.outer = implicit_inputs(context.node)
         for name, branch in zip(("else_branch", "then_branch"), self.branches):
-            if len(branch.output) != context.output_count:
-                raise UsageError(f"{name} has {len(branch.output)} outputs, the node {context.output_count}")
+            check_branch(branch, name, context.output_count)
 
     def __call__(self, condition, *outer):
         branch = self.branches[condition_value(condition)]

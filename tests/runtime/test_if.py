@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from poolir import converter, ir, runtime
-from poolir.ir.errors import FeedError, InvalidModelError, UnsupportedError
+from poolir.ir.errors import FeedError, InvalidModelError, PoolirError, UnsupportedError
 from tests.networks.peers import run_onnxruntime, run_openvino_xml
 
 X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 5])
@@ -139,3 +139,16 @@ def test_an_unsupported_op_inside_a_branch_is_named_before_any_run():
     model = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], initializers=())
     with pytest.raises(UnsupportedError, match=r"unsupported operators: Unique \(ai.onnx, opset 17\)"):
         runtime.Session(model)
+
+
+def test_a_branch_that_declares_inputs_is_refused():
+    """A branch reads outer values by name; one declaring an input (onnx's checker and onnxruntime refuse it) was a
+    KeyError in the run."""
+    then = helper.make_graph([helper.make_node("Neg", ["q"], ["t"])], "then",
+                             [helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 2, 5, 5])],
+                             [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    other = _branch("else", [helper.make_node("Abs", ["x"], ["e"])], "e")
+    model = _model([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], initializers=())
+    for use in (runtime.Session, converter.onnx_to_ir):
+        with pytest.raises(PoolirError, match="then_branch declares 1 inputs; an If branch takes none"):
+            use(model)

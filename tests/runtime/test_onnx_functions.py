@@ -16,7 +16,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from poolir import converter, ir, runtime
-from poolir.ir.errors import InvalidModelError, UnsupportedError
+from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError
 from poolir.runtime.onnx_functions import MAX_CALL_DEPTH, MAX_INLINED_NODES, inline_functions
 from tests.networks.peers import run_onnxruntime, run_openvino_xml
 
@@ -163,6 +163,30 @@ def test_two_functions_with_one_name_are_refused():
     model = _model([helper.make_node("F", ["x"], ["y"], domain="local")], [relu, relu])
     with pytest.raises(InvalidModelError, match="two model-local functions are named 'local.F'"):
         runtime.Session(model)
+
+
+@pytest.mark.parametrize("kind", ["inputs", "outputs"])
+def test_a_call_with_more_inputs_or_outputs_than_its_function_declares_is_refused(kind):
+    """onnxruntime refuses it when it loads the model; inlined, an extra output would be a value nothing computes."""
+    relu = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])], OPSETS)
+    inputs, outputs = (["x", "x"], ["y"]) if kind == "inputs" else (["x"], ["y", "z"])
+    model = _model([helper.make_node("F", inputs, outputs, domain="local")], [relu])
+    for use in (runtime.Session, converter.onnx_to_ir):
+        with pytest.raises(InvalidModelError, match=f"the call gives 2 {kind}; model-local function 'local.F' "
+                                                    "declares 1"):
+            use(model)
+
+
+def test_a_required_input_left_out_inside_a_function_is_refused_by_the_conversion():
+    """onnx's checker does not look inside a function's body: a Conv called without its weight (an empty name) was
+    an internal error in the converter; the run refused it already."""
+    conv = helper.make_function("local", "F", ["a", "w", "b"], ["c"], [helper.make_node("Conv", ["a", "w", "b"], ["c"])],
+                                OPSETS)
+    bias = helper.make_node("Constant", [], ["bias"], value=helper.make_tensor("bias", TensorProto.FLOAT, [2], [0, 0]))
+    model = _model([bias, helper.make_node("F", ["x", "", "bias"], ["y"], domain="local")], [conv])
+    for use in (runtime.Session, converter.onnx_to_ir):
+        with pytest.raises(PoolirError, match="input 1 of Conv-11 is required but left out"):
+            use(model)
 
 
 @pytest.mark.parametrize("function_opset, model_opset, accepted", [(13, 14, True), (11, 13, False)])
