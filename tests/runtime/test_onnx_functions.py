@@ -180,8 +180,8 @@ def test_a_call_with_more_inputs_or_outputs_than_its_function_declares_is_refuse
 def test_a_required_input_left_out_inside_a_function_is_refused_by_the_conversion():
     """onnx's checker does not look inside a function's body: a Conv called without its weight (an empty name) was
     an internal error in the converter; the run refused it already."""
-    conv = helper.make_function("local", "F", ["a", "w", "b"], ["c"], [helper.make_node("Conv", ["a", "w", "b"], ["c"])],
-                                OPSETS)
+    body = [helper.make_node("Conv", ["a", "w", "b"], ["c"])]
+    conv = helper.make_function("local", "F", ["a", "w", "b"], ["c"], body, OPSETS)
     bias = helper.make_node("Constant", [], ["bias"], value=helper.make_tensor("bias", TensorProto.FLOAT, [2], [0, 0]))
     model = _model([bias, helper.make_node("F", ["x", "", "bias"], ["y"], domain="local")], [conv])
     for use in (runtime.Session, converter.onnx_to_ir):
