@@ -34,8 +34,8 @@ from poolir.runtime.onnx_functions import inline_functions
 from poolir.runtime.onnx_fusion import (IN_PLACE, ActivationInPlace, folded_conv_weights, fresh_result,
                                       single_use_outputs)
 from poolir.runtime.planned_sizes import check_value_sizes, with_input_shapes
-from poolir.runtime.onnx_model import (data_propagation_is_bounded, default_opset, in_dependency_order, order_nodes,
-                                      refuse_unsupported, shape_inference_hazard)
+from poolir.runtime.onnx_model import (data_propagation_is_bounded, declared_output_types, default_opset,
+                                      in_dependency_order, order_nodes, refuse_unsupported, shape_inference_hazard)
 from poolir.runtime.onnx_ops.control_flow import IfStep
 from poolir.runtime.onnx_ops.convolution import ConvStep
 from poolir.runtime.onnx_ops.element_types import onnx_dtype
@@ -161,6 +161,7 @@ class OnnxProgram:
         self.outputs = [value.name for value in graph.output]
         if not self.outputs:  # the ONNX checker accepts it; onnxruntime loads it but will not run it
             raise InvalidModelError("the graph declares no outputs, so there is nothing to run", file=source)
+        self._declared_types = declared_output_types(graph)
         self._steps = self._plan(graph, infos)
         self._check_peak(infos)
 
@@ -407,4 +408,9 @@ class OnnxProgram:
                 live.remove(values.pop(name))
         if signature is not None and not self._shape_values.known(signature):
             self._shape_values.keep(signature, kept)
-        return {name: values[name] for name in self.outputs}
+        outputs = {name: values[name] for name in self.outputs}
+        for name, dtype in self._declared_types.items():
+            if outputs[name].dtype != dtype:  # onnxruntime refuses such a file when its type inference sees it
+                raise InvalidModelError(f"graph output '{name}' is declared {dtype}, and the graph computes "
+                                        f"{outputs[name].dtype}", file=self.source)
+        return outputs

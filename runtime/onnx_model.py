@@ -18,11 +18,12 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, node_label, printable
+from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label, printable
 from poolir.ir.files import read_regular
 from poolir.ir.ops.matmul import parse_einsum
 from poolir.runtime.onnx_external_data import load_external_data
 from poolir.runtime.onnx_functions import check_functions
+from poolir.runtime.onnx_ops.element_types import onnx_dtype
 from poolir.runtime.onnx_opsets import DEFAULT_DOMAINS, imported_opsets
 from poolir.runtime.onnx_subgraphs import nested_nodes, node_reads
 
@@ -47,6 +48,9 @@ def load_onnx(path: str | os.PathLike, *, check: bool = False, warn: Callable[[s
         raise InvalidModelError(f"not a readable ONNX model ({type(error).__name__}: {error})", file=path) from None
     # Tensors stored in another file are loaded now, from the model's own folder only (never the current one).
     load_external_data(model, path.parent, source=path)
+    if model.ir_version > onnx.IR_VERSION:  # a newer format may mean other things; onnx's checker refuses it too
+        raise UnsupportedError(f"ONNX IR version {model.ir_version} is newer than this onnx package reads "
+                               f"({onnx.IR_VERSION})", file=path)
     check_graph_names(model, path)
     try:
         imported_opsets(model)
@@ -171,6 +175,20 @@ def in_dependency_order(model, source: str | os.PathLike | None = None):
     label = node_label(node.name or f"#{index}", node.op_type)
     return copy, (f"the nodes are not in topological order, as ONNX requires ({label} is listed after a node that "
                   "reads its output); read in dependency order, as onnxruntime and OpenVINO do")
+
+
+def declared_output_types(graph) -> dict[str, np.dtype]:
+    """Graph output name -> the numpy dtype it declares (outputs declaring none, or a type numpy cannot hold, are
+    left out): what a run and a conversion must give it, as onnxruntime's type inference requires."""
+    declared = {}
+    for value in graph.output:
+        tensor = value.type.tensor_type if value.type.HasField("tensor_type") else None
+        if tensor is not None and tensor.elem_type:
+            try:
+                declared[value.name] = onnx_dtype(tensor.elem_type)
+            except UsageError:
+                continue
+    return declared
 
 
 def check_graph_names(model, source=None) -> None:

@@ -19,13 +19,13 @@ from poolir.converter.onnx_to_ir.branches import if_outputs
 from poolir.converter.onnx_to_ir.node import OnnxNode, Value, layer_version
 from poolir.converter.onnx_to_ir.registry import BY_THE_DRIVER, CONVERTERS
 from poolir.ir.builder import GraphBuilder, OutputRef
-from poolir.ir.element_types import element_type_of
+from poolir.ir.element_types import dtype_of, element_type_of
 from poolir.ir.errors import InvalidModelError, PoolirError, UnsupportedError, UsageError, node_label
 from poolir.ir.model import Layer, Model, shape_str
 from poolir.runtime import onnx_ops
 from poolir.runtime.onnx_external_data import refuse_external_data
 from poolir.runtime.onnx_functions import inline_functions
-from poolir.runtime.onnx_model import default_opset, order_nodes, refuse_unsupported
+from poolir.runtime.onnx_model import declared_output_types, default_opset, order_nodes, refuse_unsupported
 
 
 # Constant folding computes a node whose inputs are all constant with the runtime's own ONNX adapters, when
@@ -94,11 +94,17 @@ def onnx_to_ir(onnx_model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequen
     if not graph.output:  # the IR would have no Result, and no runtime runs a graph without one
         raise InvalidModelError("the graph declares no outputs, so there is nothing to convert")
     resolved = []
+    declared = declared_output_types(graph)
     for graph_output in graph.output:
         if graph_output.name not in values:
             raise InvalidModelError(f"graph output '{graph_output.name}' is produced by no node")
         value = values[graph_output.name]
-        resolved.append((graph_output.name, constants.value(value) if isinstance(value, np.ndarray) else value))
+        value = constants.value(value) if isinstance(value, np.ndarray) else value
+        dtype = declared.get(graph_output.name)
+        if dtype is not None and dtype_of(value.element_type) != dtype:  # as a run refuses it
+            raise InvalidModelError(f"graph output '{graph_output.name}' is declared {dtype}, and the graph computes "
+                                    f"{dtype_of(value.element_type)}")
+        resolved.append((graph_output.name, value))
     # One IR port, one tensor: of the outputs that are one tensor under several names (Identity), the port keeps
     # the output named after the tensor it already carries, else the first; the others get copies.
     keeper: dict = {}

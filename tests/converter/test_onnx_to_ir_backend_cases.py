@@ -34,7 +34,7 @@ MODULES = ("abs", "add", "cast", "castlike", "ceil", "concat", "constant", "cons
            "hardsigmoid", "hardswish", "leakyrelu", "prelu", "softmax", "logsoftmax", "batch_normalization", "lrn",
            "dropout", "conv", "gemm", "matmul", "elu", "selu", "celu", "softplus", "softsign", "mish",
            "instance_normalization", "groupnormalization", "depthtospace", "spacetodepth", "convtranspose",
-           "rangeop", "scatternd")
+           "rangeop", "scatternd", "resize")
 
 # What poolir refuses, as the error says it (each a deliberate refusal, not a failure).
 REFUSED = (
@@ -51,6 +51,9 @@ REFUSED = (
     "poolir converts stash_type 1",   # LayerNormalization computing in another type
     "sums delta step by step",        # a float Range with run-time bounds (the worlds' values are ulps apart)
     "fold NaN updates and equal zeros differently",  # float ScatterND max/min
+    "has no Interpolate",             # Resize modes OpenVINO's Interpolate lacks (tf_crop_and_resize, exclude_outside)
+    "known only at run time",         # Resize sizes whose meaning the two worlds compute apart unless constant
+    "anti-aliased resizing",          # Resize antialias = 1
 )
 
 
