@@ -54,3 +54,32 @@ def test_onnx_kernel_of_two_billion_taps_in_the_padding(tmp_path, op, extra):
     if (tmp_path / "m.xml").exists():  # and back: the IR -> ONNX planner once scanned every pads_end
         done = poolir("convert", tmp_path / "m.xml", "-o", tmp_path / "back.onnx")
         assert done.returncode in (0, 2) and "Traceback" not in done.stderr, done.stderr
+
+
+def _lrn_onnx(path: Path, channels: int, size: int, spatial: int = 8) -> Path:
+    shape = [1, channels, spatial, spatial]
+    graph = helper.make_graph([helper.make_node("LRN", ["x"], ["y"], size=size, alpha=1e-3, beta=0.75, bias=2.0)],
+                              "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10), path)
+    return path
+
+
+def test_lrn_over_every_channel_of_a_wide_tensor(tmp_path):
+    """A 250-byte file: LRN of size 200001 over 200000 channels (51 MB, within the memory budget). Summed offset by
+    offset, the window took hours; from running sums it is a few passes (the values: test_long_lrn_window_...)."""
+    source = _lrn_onnx(tmp_path / "lrn.onnx", 200_000, 200_001)
+    for args in (("run", source), ("convert", source, "-o", tmp_path / "lrn.xml")):
+        done = poolir(*args)
+        assert done.returncode == 0, (args, done.stderr)
+
+
+def test_long_lrn_window_sums_agree_with_onnxruntime(tmp_path):
+    import numpy as np
+
+    from poolir import runtime
+    from tests.networks.peers import run_onnxruntime
+
+    source = _lrn_onnx(tmp_path / "lrn.onnx", 300, 201, spatial=3)
+    x = np.random.default_rng(0).standard_normal((1, 300, 3, 3)).astype(np.float32) * 4
+    np.testing.assert_allclose(runtime.run(source, {"x": x})["y"], run_onnxruntime(source, {"x": x})["y"], rtol=2e-6)
