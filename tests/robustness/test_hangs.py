@@ -83,3 +83,37 @@ def test_long_lrn_window_sums_agree_with_onnxruntime(tmp_path):
     source = _lrn_onnx(tmp_path / "lrn.onnx", 300, 201, spatial=3)
     x = np.random.default_rng(0).standard_normal((1, 300, 3, 3)).astype(np.float32) * 4
     np.testing.assert_allclose(runtime.run(source, {"x": x})["y"], run_onnxruntime(source, {"x": x})["y"], rtol=2e-6)
+
+
+def _long_pool_onnx(path: Path, op: str, length: int, kernel: int, pad: int) -> Path:
+    node = helper.make_node(op, ["x"], ["y"], kernel_shape=[kernel, kernel], pads=[pad] * 4)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                          [1, 2, length, length])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=10), path)
+    return path
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_a_kernel_as_long_as_the_input_with_pads_one_short_of_it(tmp_path, op):
+    """2000x2000 windows with pads of 1999 on a 2000x2000 map: 3999 edge outputs per axis of up to 2000 real taps
+    each took minutes tap by tap (fuzz finding); running reductions along the axis give them at once."""
+    source = _long_pool_onnx(tmp_path / "pool.onnx", op, 2000, 2000, 1999)
+    done = poolir("run", source)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_long_edge_windows_agree_with_onnxruntime(tmp_path, op):
+    import numpy as np
+
+    from poolir import runtime
+    from tests.networks.peers import run_onnxruntime
+
+    source = _long_pool_onnx(tmp_path / "pool.onnx", op, 60, 37, 20)
+    x = np.random.default_rng(0).standard_normal((1, 2, 60, 60)).astype(np.float32)
+    expected = run_onnxruntime(source, {"x": x})["y"]
+    if op == "MaxPool":
+        np.testing.assert_array_equal(runtime.run(source, {"x": x})["y"], expected)
+    else:  # sums of up to 1369 taps in another order
+        np.testing.assert_allclose(runtime.run(source, {"x": x})["y"], expected, rtol=1e-5, atol=1e-6)
