@@ -85,12 +85,17 @@ BROKEN = {
 @pytest.mark.parametrize("edit", sorted(BROKEN))
 def test_a_broken_body_or_port_map_is_refused(edit, tmp_path):
     _, xml = _squeeze_if_one(1, tmp_path)
-    pattern, replacement, message = BROKEN[edit]
+    assert_edit_refused(xml, *BROKEN[edit])
+
+
+def assert_edit_refused(xml, pattern: str, replacement: str, message: str) -> None:
+    """The first match of `pattern` in the file replaced: the model is read and kept as it stands (only run and
+    convert look inside an If), and a Session and IR -> ONNX both refuse it with `message`."""
     text = xml.read_text()
     broken = re.sub(pattern, replacement, text, count=1, flags=re.S)
     assert broken != text
     xml.write_text(broken)
-    model = ir.read_model(xml)  # read and kept as it stands: only run and convert look inside
+    model = ir.read_model(xml)
     for use in (runtime.Session, converter.ir_to_onnx):
         with pytest.raises(InvalidModelError, match=re.escape(message)):
             use(model)
