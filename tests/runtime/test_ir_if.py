@@ -86,8 +86,8 @@ def test_an_if_decided_at_run_time_runs_and_converts_as_the_peers_run_it(depth, 
         assert ir.serialize(read) == (xml.read_bytes(), xml.with_suffix(".bin").read_bytes())  # it keeps its If
 
 
-# Hostile edits of the then port map that only an If decided at run time meets (a splice reads only what it takes;
-# the edits every If meets are tests/ir/test_branches.py's): each refused with the file's error.
+# Hostile edits of the then port map of an If decided at run time (more: tests/ir/test_branches.py), each refused
+# with the file's error.
 BROKEN = {
     "an output port no body gives": (r'(<then_port_map>.*?)<output [^>]*/>', r"\g<1>",
                                      "the then_body gives no value for output port"),
