@@ -21,14 +21,20 @@ an ONNX If (converter.ir_to_onnx.branches); both read its bodies through `if_bra
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from lxml import etree
 
 from poolir.ir.errors import InvalidModelError, layer_label
 from poolir.ir.infer import infer_model
-from poolir.ir.model import Edge, Layer, Model
+from poolir.ir.model import Edge, Layer, Model, shape_str
 from poolir.ir.reader import parse_model
 from poolir.ir.shapes import TensorInfo
+
+# How deep If bodies may nest (a body holding an If holding a body: 2): the deepest ONNX If protobuf reads back
+# (nodes, attributes and graphs are messages in messages; 32 levels exceed its depth limit), so every If-8 poolir runs
+# converts to an ONNX file that can be read.
+MAX_NESTING = 31
 
 
 def is_if(layer: Layer) -> bool:
@@ -56,7 +62,9 @@ def with_constant_branches(model: Model) -> Model:
         taken = []
         for layer in candidates:
             producer = model.producer(layer.id, layer.inputs[0].id)
-            value = inference.output(producer.from_layer, producer.from_port).value if producer else None
+            condition = inference.output(producer.from_layer, producer.from_port) if producer else None
+            check_if_ports(model, layer, condition)
+            value = condition.value if condition is not None else None
             if value is not None and value.size == 1:
                 taken.append((layer, "then" if bool(value.reshape(-1)[0]) else "else"))
         if not taken:
@@ -64,6 +72,35 @@ def with_constant_branches(model: Model) -> Model:
         for layer, branch in taken:
             model = _spliced(model, layer, branch)
     return model
+
+
+def body_depth(layer: Layer) -> int:
+    """How deep the If's bodies nest, itself included (a body holding an If holding a body: 2)."""
+    depth = 0
+    for _, text in layer.extra_elements:
+        root = etree.fromstring(text)
+        for body in root.iter("then_body", "else_body"):
+            depth = max(depth, 1 + sum(1 for _ in body.iterancestors("then_body", "else_body")))
+    return depth
+
+
+def check_if_ports(model: Model, layer: Layer, condition: TensorInfo | None = None) -> None:
+    """OpenVINO reads an If-8's ports by position, the condition first: refuse ports numbered otherwise (inputs
+    0..n-1, then outputs n..), and a condition OpenVINO refuses: not boolean, of rank above 1 ("Rank of If condition
+    input must be equal to 0 or 1"), or of static dims holding other than one element. The condition is its port's
+    declaration, and `condition` (what inference says feeds it) when given."""
+    where = layer_label(layer.name, layer.id, layer.type)
+    ids = [port.id for port in (*layer.inputs, *layer.outputs)]
+    if not layer.inputs or ids != list(range(len(ids))):
+        raise InvalidModelError(f"the If's ports are numbered {ids}; OpenVINO reads them by position (the condition "
+                                "0, the other inputs 1.., then the outputs)", file=model.source, where=where)
+    declared = layer.inputs[0]
+    for element_type, dims in ((declared.element_type, declared.shape),
+                               *(((condition.element_type, condition.shape),) if condition is not None else ())):
+        if (element_type not in (None, "boolean") or len(dims) > 1
+                or (all(dim.is_static for dim in dims) and math.prod(dim.value for dim in dims) != 1)):
+            raise InvalidModelError(f"the If's condition is {element_type} {shape_str(dims)}; it must be a boolean "
+                                    "scalar or one-element vector", file=model.source, where=where)
 
 
 def if_branch(model: Model, layer: Layer, branch: str, *, every_output: bool = False) -> Branch:
@@ -185,4 +222,5 @@ def _port_map(text: str, source, where: str) -> tuple[dict[int, int], dict[int, 
     return inputs, outputs
 
 
-__all__ = ["Branch", "fits", "if_branch", "is_if", "with_constant_branches"]
+__all__ = ["MAX_NESTING", "Branch", "body_depth", "check_if_ports", "fits", "if_branch", "is_if",
+           "with_constant_branches"]

@@ -94,7 +94,9 @@ class IRProgram:
                     self._plan_result(layer, producers[(layer.id, layer.inputs[0].id)], layers, inputs)
                     result_ids.append(layer.id)
                 elif is_if(layer):  # decided at run time (one a constant decides was spliced above)
-                    self._steps.append(_Step(layer, IfStep(model, layer, _plan_body, nesting), inputs, outputs))
+                    condition = inference.inputs[(layer.id, layer.inputs[0].id)] if layer.inputs else None
+                    self._steps.append(_Step(layer, IfStep(model, layer, condition, _plan_body, nesting), inputs,
+                                             outputs))
                 else:
                     sources = [layers[producers[(layer.id, p.id)][0]] for p in layer.inputs]
                     if _folded_by_openvino(layer, sources, folded):

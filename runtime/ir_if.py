@@ -11,7 +11,7 @@ frontend keeps an ONNX If. OpenVINO's semantics (the If-8 spec):
 - a body's Parameter declares the element type and dims it takes, and a Result's tensor becomes the output port's,
   which the If declares too; a run checks both, so what a body computes is what inference trusted the If to give.
 
-Bodies nest (a body may hold an If) at most MAX_NESTING deep.
+Bodies nest (a body may hold an If) at most ir.branches.MAX_NESTING deep.
 """
 
 from __future__ import annotations
@@ -20,14 +20,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from poolir.ir.branches import fits, if_branch
+from poolir.ir.branches import MAX_NESTING, body_depth, check_if_ports, fits, if_branch
 from poolir.ir.element_types import element_type_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError, layer_label
 from poolir.ir.model import Layer, Model, Port, static_shape
 from poolir.ir.shapes import TensorInfo
 from poolir.runtime.kernels.condition import condition_value
 
-MAX_NESTING = 16
 
 
 class IfStep:
@@ -35,10 +34,12 @@ class IfStep:
     program (runtime.ir_executor.IRProgram) with `parameter_names`, `parameter_infos` and `result_names` by layer
     id."""
 
-    def __init__(self, model: Model, layer: Layer, plan: Callable[[Model, int], object], nesting: int):
+    def __init__(self, model: Model, layer: Layer, condition: TensorInfo, plan: Callable[[Model, int], object],
+                 nesting: int):
         where = layer_label(layer.name, layer.id, layer.type)
-        if nesting >= MAX_NESTING:
+        if nesting == 0 and body_depth(layer) > MAX_NESTING:  # said once, here, not by the innermost body
             raise UnsupportedError(f"If bodies nested more than {MAX_NESTING} deep", file=model.source, where=where)
+        check_if_ports(model, layer, condition)  # input 0: a boolean of one element
         self.where, self.file = where, model.source
         self.position = {port.id: index for index, port in enumerate(layer.inputs)}
         self.outputs = [(port.id, _declared(port)) for port in layer.outputs]
@@ -52,7 +53,7 @@ class IfStep:
             self.bodies.append((branch, program, feeds, results))
 
     def __call__(self, values: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-        branch, program, feeds, results = self.bodies[condition_value(values[self.position.get(0, 0)])]
+        branch, program, feeds, results = self.bodies[condition_value(values[0])]
         given = {}
         for position, name, declared in feeds:
             value = values[position]
@@ -77,4 +78,4 @@ def _held(value: np.ndarray) -> TensorInfo:
     return TensorInfo(element_type_of(value.dtype), static_shape(value.shape))
 
 
-__all__ = ["MAX_NESTING", "IfStep"]
+__all__ = ["IfStep"]

@@ -19,8 +19,8 @@ import onnx
 from onnx import helper
 
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.ir.branches import fits, if_branch
-from poolir.ir.errors import InvalidModelError
+from poolir.ir.branches import MAX_NESTING, body_depth, check_if_ports, fits, if_branch
+from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.model import Layer, Model
 from poolir.runtime.onnx_subgraphs import subgraphs
 
@@ -28,6 +28,9 @@ GraphConverter = Callable[[Model, int], tuple[onnx.GraphProto, Context]]
 
 
 def convert_if(context: Context, layer: Layer, convert_graph: GraphConverter) -> None:
+    check_if_ports(context.model, layer, context.input_info(layer, 0))  # input 0: a boolean of one element
+    if body_depth(layer) > MAX_NESTING:  # checked by the outermost If: the ONNX file could not be read back
+        raise UnsupportedError(f"If bodies nested more than {MAX_NESTING} deep")
     ports = {port.id: index for index, port in enumerate(layer.inputs)}
     branches = {}
     for branch in ("then", "else"):
@@ -52,7 +55,7 @@ def convert_if(context: Context, layer: Layer, convert_graph: GraphConverter) ->
         outputs = [given[taken.outputs[port.id]] for port in layer.outputs]
         branches[f"{branch}_branch"] = _branch_graph(context, graph, outer, outputs, f"{layer.name}/{branch}")
     names = [context.name_output(layer, index) for index in range(len(layer.outputs))]
-    context.node_into("If", [context.input(layer, ports.get(0, 0))], names, layer.name, **branches)
+    context.node_into("If", [context.input(layer, 0)], names, layer.name, **branches)
 
 
 def _branch_graph(context: Context, graph: onnx.GraphProto, outer: dict[str, str], outputs: list,

@@ -7,6 +7,7 @@ tests/ir/test_branches.py."""
 
 from __future__ import annotations
 
+import importlib
 import re
 
 import numpy as np
@@ -15,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from poolir import converter, ir, runtime
 from poolir.ir.errors import ConversionError, InvalidModelError, UnsupportedError
-from poolir.runtime.ir_if import MAX_NESTING
+from poolir.ir.branches import MAX_NESTING, body_depth
 from tests.ir.test_branches import assert_edit_refused
 from tests.networks.peers import ir_layer_types, openvino_ir_of, run_onnxruntime, run_openvino_xml
 
@@ -133,12 +134,16 @@ def test_a_body_parameter_of_another_type_than_its_port_holds_is_refused_by_the_
         runtime.run(model, {"x": _inputs()[3]})
 
 
-def test_bodies_nested_too_deep_are_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr("poolir.runtime.ir_if.MAX_NESTING", 1)
-    xml = openvino_ir_of(_if_model(2), tmp_path)
-    with pytest.raises(UnsupportedError, match="If bodies nested more than 1 deep"):
-        runtime.Session(ir.read_model(xml))
-    assert MAX_NESTING >= 8
+def test_bodies_nested_too_deep_are_refused_by_the_run_and_the_conversion(tmp_path, monkeypatch):
+    """The limit is the deepest ONNX If protobuf reads back (31; a file 32 deep fails to load)."""
+    assert MAX_NESTING == 31
+    read = ir.read_model(openvino_ir_of(_if_model(2), tmp_path))
+    assert body_depth(next(layer for layer in read.layers if layer.type == "If")) == 2
+    for module, use in (("poolir.runtime.ir_if", runtime.Session), ("poolir.converter.ir_to_onnx.branches",
+                                                                     converter.ir_to_onnx)):
+        monkeypatch.setattr(importlib.import_module(module), "MAX_NESTING", 1)
+        with pytest.raises(UnsupportedError, match="If bodies nested more than 1 deep"):
+            use(read)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -202,3 +207,31 @@ def test_branches_of_other_ranks_are_refused_by_the_conversion():
     with pytest.raises(ConversionError, match="the branches give output 'y' with ranks 3 and 4; an IR port has one "
                                               "rank"):
         converter.onnx_to_ir(model)
+
+
+def test_if_ports_out_of_position_are_refused_as_openvino_refuses_them(tmp_path):
+    """OpenVINO reads an If-8's ports by position, the condition first ("does not support input with element type:
+    boolean" when the ports are listed 1, 2, 0)."""
+    read = ir.read_model(openvino_ir_of(_if_model(), tmp_path))
+    layer = next(layer for layer in read.layers if layer.type == "If")
+    layer.inputs = [*layer.inputs[1:], layer.inputs[0]]
+    for use in (runtime.Session, converter.ir_to_onnx):
+        with pytest.raises(InvalidModelError, match=r"the If's ports are numbered \[1, 2, 0, 3\]; OpenVINO reads them "
+                                                    "by position"):
+            use(read)
+
+
+def test_an_if8_without_any_const_is_written_without_a_bin_and_read_back(tmp_path):
+    """The condition is an input and the branches have no constants: the IR has no .bin, as OpenVINO writes it."""
+    then = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [], [_value("t")])
+    other = helper.make_graph([helper.make_node("Abs", ["x"], ["e"])], "else", [], [_value("e")])
+    graph = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other)], "no_bin",
+                              [helper.make_tensor_value_info("c", TensorProto.BOOL, []), _value("x")], [_value("y")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    xml = _written(model, tmp_path)
+    assert not xml.with_suffix(".bin").exists()
+    x = _inputs()[0]
+    for flag in (True, False):
+        feeds = {"c": np.array(flag), "x": x}
+        np.testing.assert_array_equal(runtime.run(ir.read_model(xml), feeds)["y"], run_openvino_xml(xml, feeds)["y"])
+        np.testing.assert_array_equal(runtime.run(ir.read_model(xml), feeds)["y"], np.maximum(x, 0) if flag else np.abs(x))
