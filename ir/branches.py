@@ -27,7 +27,7 @@ from lxml import etree
 
 from poolir.ir.errors import InvalidModelError, layer_label
 from poolir.ir.infer import infer_model
-from poolir.ir.model import Edge, Layer, Model, shape_str
+from poolir.ir.model import Edge, Layer, Model, Port, shape_str
 from poolir.ir.reader import parse_model
 from poolir.ir.shapes import TensorInfo
 
@@ -187,6 +187,25 @@ def _spliced(model: Model, layer: Layer, branch: str) -> Model:
             continue
         from_layer, from_port = source(edge.from_layer, edge.from_port)
         edges.append(Edge(from_layer, from_port, base + edge.to_layer, edge.to_port))
+    # The If's tensor names move to what computes each output, first (OpenVINO names the output by them); a value
+    # the body passes through from outside it gets a copy to carry them, or the output would take that value's name.
+    next_id = base + max(body_layer.id for body_layer in body.layers) + 1
+    for port, (from_layer, from_port) in list(results.items()):
+        declared = layer.port(port)
+        if not declared.names:
+            continue
+        if from_layer in copies:
+            target = copies[from_layer].port(from_port)
+            target.names = tuple(dict.fromkeys((*declared.names, *target.names)))
+        elif declared.element_type is not None:
+            copy = Layer(next_id, f"{layer.name}:{port}", "Convert", "opset1",
+                         {"destination_type": declared.element_type},
+                         inputs=[Port(0, declared.element_type, declared.shape)],
+                         outputs=[Port(1, declared.element_type, declared.shape, declared.names)])
+            layers.append(copy)
+            edges.append(Edge(from_layer, from_port, next_id, 0))
+            results[port] = (next_id, 1)
+            next_id += 1
     for edge in model.edges:
         if edge.from_layer == layer.id:
             if edge.from_port not in results:
@@ -194,11 +213,6 @@ def _spliced(model: Model, layer: Layer, branch: str) -> Model:
                                         "not compute it", file=model.source, where=where)
             from_layer, from_port = results[edge.from_port]
             edges.append(Edge(from_layer, from_port, edge.to_layer, edge.to_port))
-    for port, (from_layer, from_port) in results.items():  # the If's tensor names move to what computes them
-        names = layer.port(port).names
-        if names and from_layer in copies:
-            target = copies[from_layer].port(from_port)
-            target.names = tuple(dict.fromkeys((*target.names, *names)))
     return dataclasses.replace(model, layers=layers, edges=edges)
 
 

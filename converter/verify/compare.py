@@ -229,7 +229,7 @@ def _elementwise(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: fl
         differs = ~(same | close)
         needs_atol = bool(np.any(close & ~same & ~relative_ok))
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        abs_error = np.abs(wide_a - wide_e)
+        abs_error = np.array(np.abs(wide_a - wide_e))  # an array even for 0-d tensors (a Gather of one dim)
         abs_error[wide_a == wide_e] = 0.0  # inf == inf
         abs_error[np.isnan(wide_a) & np.isnan(wide_e)] = 0.0
         abs_error[np.isnan(abs_error)] = np.inf  # NaN against a number, or opposite infinities

@@ -76,6 +76,14 @@ def test_compare_dtype_difference_is_a_mismatch_even_with_equal_values():
     assert row.status == "mismatch" and "dtype int32, expected int64" in row.detail
 
 
+def test_compare_of_0d_tensors_reports_their_difference():
+    """A scalar intermediate (a Gather of one dim): the divergence search compares every tensor, and a 0-d one
+    was a TypeError there ("'numpy.float64' object does not support item assignment")."""
+    row = compare("d", "p", np.array(3.0, np.float32), np.array(2.0, np.float32), EXACT)
+    assert row.status == "mismatch" and row.max_abs_error == 1.0 and row.max_rel_error == 0.5
+    assert compare("d", "p", np.array(np.inf, np.float32), np.array(np.inf, np.float32), EXACT).status == "ok"
+
+
 def test_compare_nan_matches_nan_and_infinities_match_themselves():
     values = np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)
     assert compare("y", "p", values, values.copy(), EXACT).status == "ok"

@@ -126,3 +126,29 @@ def test_openvinos_ir_of_a_dynamic_batch_local_response_norm_export_runs_and_con
     (by_onnxruntime,) = run_onnxruntime(back, {back.graph.input[0].name: x}).values()
     np.testing.assert_allclose(by_onnxruntime, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(run_onnxruntime(source, {"x": x})["y"], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("then_node", ["Identity", "Neg"])
+def test_the_spliced_body_keeps_the_ifs_output_name_as_openvino_names_it(then_node, tmp_path):
+    """The If's output 'o' names the output, as in OpenVINO, whether the body computes it (Neg) or passes the outer
+    x through (Identity: a copy carries the name; it was named 'x', after the input, or after the body's tensor)."""
+    then = helper.make_graph([helper.make_node(then_node, ["x"], ["xi"])], "then", [],
+                             [helper.make_tensor_value_info("xi", TensorProto.FLOAT, None)])
+    other = helper.make_graph([helper.make_node("Abs", ["x"], ["xa"])], "else", [],
+                              [helper.make_tensor_value_info("xa", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "one"], ["d"], axis=0),
+             helper.make_node("Equal", ["d", "three"], ["c"]),
+             helper.make_node("If", ["c"], ["o"], then_branch=then, else_branch=other)]
+    graph = helper.make_graph(nodes, "splice", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("o", TensorProto.FLOAT, ["N", 3])],
+                              [numpy_helper.from_array(np.array(1, np.int64), "one"),
+                               numpy_helper.from_array(np.array(3, np.int64), "three")])
+    xml = openvino_ir_of(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), tmp_path)
+    x = np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32)
+    expected = run_openvino_xml(xml, {"x": x})
+    assert list(expected) == ["o"]
+    read = ir.read_model(xml)
+    np.testing.assert_array_equal(runtime.run(read, {"x": x})["o"], expected["o"])
+    back = converter.ir_to_onnx(read)
+    assert [value.name for value in back.graph.output] == ["o"]
+    np.testing.assert_array_equal(run_onnxruntime(back, {"x": x})["o"], expected["o"])
