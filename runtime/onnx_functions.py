@@ -59,27 +59,39 @@ def inline_functions(model: onnx.ModelProto, source: str | os.PathLike | None = 
     functions = _function_plan(model, source)
     graph = model.graph
     taken = {"", *(v.name for v in (*graph.input, *graph.output, *graph.value_info)),
-             *(init.name for init in graph.initializer), *(name for node in graph.node
+             *(init.name for init in graph.initializer), *(name for node in nested_nodes(graph)
                                                            for name in (*node.input, *node.output))}
-    nodes: list[onnx.NodeProto] = []
-    for index, node in enumerate(graph.node):
-        if _callee(node, functions) is None:
-            nodes.append(node)
-        else:
-            _expand(node, node.name or f"{node.op_type}_{index}", functions, taken, nodes)
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     del copy.functions[:]
-    del copy.graph.node[:]
-    copy.graph.node.extend(nodes)
+    _expand_calls(copy.graph, functions, taken)
     return copy
+
+
+def _expand_calls(graph: onnx.GraphProto, functions, taken: set[str]) -> None:
+    """Expand, in place, the calls among the graph's nodes, then those inside every graph its nodes hold (an If's
+    branch may call a function; so may a branch inside a function's body), depth first."""
+    nodes: list[onnx.NodeProto] = []
+    for index, node in enumerate(graph.node):
+        if _callee(node, functions) is None:
+            kept = onnx.NodeProto()
+            kept.CopyFrom(node)
+            nodes.append(kept)
+        else:
+            _expand(node, node.name or f"{node.op_type}_{index}", functions, taken, nodes)
+    for node in nodes:
+        for inner in subgraphs(node):
+            _expand_calls(inner, functions, taken)
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def _function_plan(model: onnx.ModelProto, source) -> dict[_Key, onnx.FunctionProto]:
     """The function table, after every check: unique names, no call cycle, the inlined size, the opsets."""
     functions = _function_table(model, source)
     sizes = _inlined_sizes(functions, source)
-    total = sum(sizes[key] if (key := _callee(node, functions)) is not None else 1 for node in model.graph.node)
+    total = sum(sizes[key] if (key := _callee(node, functions)) is not None else 1
+                for node in nested_nodes(model.graph))
     if total > MAX_INLINED_NODES:
         raise UnsupportedError(f"the graph would have {total} nodes once its functions are inlined, more than "
                                f"{MAX_INLINED_NODES}", file=source)
@@ -142,7 +154,7 @@ def _inlined_sizes(functions: dict[_Key, onnx.FunctionProto], source) -> dict[_K
         if root in sizes:
             continue
         path, on_path = [root], {root}
-        pending = [iter(functions[root].node)]
+        pending = [_body_nodes(functions[root])]
         while pending:
             node = next(pending[-1], None)
             if node is not None:
@@ -155,18 +167,25 @@ def _inlined_sizes(functions: dict[_Key, onnx.FunctionProto], source) -> dict[_K
                                             file=source)
                 path.append(key)
                 on_path.add(key)
-                pending.append(iter(functions[key].node))
+                pending.append(_body_nodes(functions[key]))
                 continue
             pending.pop()
             done = path.pop()
             on_path.discard(done)
-            callees = [_callee(n, functions) for n in functions[done].node]
+            callees = [_callee(n, functions) for n in _body_nodes(functions[done])]
             depths[done] = 1 + max((depths[key] for key in callees if key is not None), default=0)
             if depths[done] > MAX_CALL_DEPTH:
                 raise UnsupportedError(f"model-local functions call each other more than {MAX_CALL_DEPTH} deep "
                                        f"(from '{_describe(done)}')", file=source)
             sizes[done] = min(sum(1 if key is None else sizes[key] for key in callees), MAX_INLINED_NODES + 1)
     return sizes
+
+
+def _body_nodes(function: onnx.FunctionProto):
+    """The function's nodes and those of the graphs they hold (a call inside an If's branch is a call too)."""
+    for node in function.node:
+        yield node
+        yield from _inside(node)
 
 
 def _check_opsets(model: onnx.ModelProto, functions: dict[_Key, onnx.FunctionProto], source) -> None:

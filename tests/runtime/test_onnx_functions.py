@@ -206,3 +206,48 @@ def test_a_function_importing_another_opset_is_read_as_onnxs_checker_reads_it(fu
         onnx.checker.check_model(model)
     with pytest.raises(UnsupportedError, match=f"imports opset {function_opset} and the model {model_opset}"):
         runtime.Session(model)
+
+
+def _branch_calling(name: str, function: str) -> onnx.GraphProto:
+    return helper.make_graph([helper.make_node(function, ["x"], [name], domain="local")], name, [],
+                             [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)])
+
+
+def test_calls_inside_if_branches_run_and_convert_as_the_peers_run_them(tmp_path):
+    """A branch of the graph's If calls a function, and so does a branch of an If inside a function's body (the
+    calls were left in the branches: "unsupported operators: Neg2 (local, opset 1)")."""
+    neg = helper.make_function("local", "Neg2", ["a"], ["b"], [helper.make_node("Neg", ["a"], ["n"]),
+                                                              helper.make_node("Add", ["n", "n"], ["b"])], OPSETS)
+    relu = helper.make_function("local", "Relu1", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])], OPSETS)
+    inner_if = helper.make_node("If", ["c"], ["b"], then_branch=_branch_calling("t", "Neg2"),
+                                else_branch=_branch_calling("e", "Relu1"))
+    chooser = helper.make_function("local", "Choose", ["c", "x"], ["b"], [inner_if], OPSETS)
+    outer_if = helper.make_node("If", ["c"], ["y"], then_branch=_branch_calling("t0", "Neg2"),
+                                else_branch=helper.make_graph([helper.make_node("Choose", ["c", "x"], ["e0"],
+                                                                                domain="local")], "e0", [],
+                                                              [helper.make_tensor_value_info("e0", TensorProto.FLOAT,
+                                                                                             None)]))
+    graph = helper.make_graph([outer_if], "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                                                helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=OPSETS, functions=[neg, relu, chooser], ir_version=10)
+    xml = tmp_path / "m.xml"
+    ir.write_model(converter.onnx_to_ir(model), xml)
+    x = np.random.default_rng(0).standard_normal((1, 2, 6, 6)).astype(np.float32)
+    for flag in (True, False):
+        feeds = {"c": np.array(flag), "x": x}
+        expected = run_onnxruntime(model, feeds)["y"]
+        np.testing.assert_array_equal(expected, -2 * x if flag else np.maximum(x, 0))  # hand-worked
+        np.testing.assert_array_equal(runtime.run(model, feeds)["y"], expected)
+        np.testing.assert_array_equal(run_openvino_xml(xml, feeds)["y"], expected)
+
+
+def test_a_function_that_calls_itself_inside_an_if_branch_is_refused():
+    branch = _branch_calling("t", "Loop")
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "e", [],
+                              [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    body = [helper.make_node("If", ["c"], ["b"], then_branch=branch, else_branch=other)]
+    loop = helper.make_function("local", "Loop", ["c", "x"], ["b"], body, OPSETS)
+    model = _model([helper.make_node("Loop", ["c", "x"], ["y"], domain="local")], [loop])
+    with pytest.raises(InvalidModelError, match="model-local function 'local.Loop' calls itself"):
+        runtime.Session(model)
