@@ -16,12 +16,27 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import select
 import signal
 import subprocess
 import sys
 from typing import Any, Mapping
 
 import numpy as np
+
+
+# How long one peer call (load, compile and run one path) may take before the engine is stopped.
+TIMEOUT_VARIABLE = "POOLIR_PEER_TIMEOUT"
+DEFAULT_PEER_SECONDS = 600.0
+
+
+def peer_seconds() -> float:
+    """The seconds one peer call may take: POOLIR_PEER_TIMEOUT when it is a positive number, else 600."""
+    try:
+        value = float(os.environ.get(TIMEOUT_VARIABLE, ""))
+    except ValueError:
+        return DEFAULT_PEER_SECONDS
+    return value if 0 < value < float("inf") else DEFAULT_PEER_SECONDS
 
 
 class PeerFailure(Exception):
@@ -47,6 +62,12 @@ class _Child:
         try:
             pickle.dump((function, args), self.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self.process.stdin.flush()
+            limit = peer_seconds()
+            if not select.select([self.replies], [], [], limit)[0]:
+                self.process.kill()  # a peer stuck on the model (OpenVINO compiling If-8s nested 30 deep)
+                self._death()
+                raise PeerCrash(f"the engine did not finish this path in {limit:g} s and was stopped (set "
+                                f"{TIMEOUT_VARIABLE} to wait longer)")
             status, *payload = pickle.load(self.replies)
         except (EOFError, BrokenPipeError, pickle.UnpicklingError):
             raise PeerCrash(self._death()) from None

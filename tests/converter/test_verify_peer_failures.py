@@ -104,3 +104,19 @@ def test_the_engine_process_is_started_again_after_it_died(tmp_path):
     peer_process._CHILD.process.wait()
     feeds = {"x": np.full((1, 1, 4, 4), -1.0, np.float32)}
     assert np.array_equal(peer_process.openvino_run(("xml", xml), feeds)["y"], np.zeros((1, 1, 4, 4), np.float32))
+
+
+def test_an_engine_that_does_not_answer_is_stopped_after_the_timeout(tmp_path, monkeypatch):
+    """OpenVINO compiling If-8s nested 30 deep ran for over 10 minutes: a peer call gets POOLIR_PEER_TIMEOUT seconds
+    (default 600), then its process is killed, the path is an error row, and the next call starts a new one."""
+    xml = tmp_path / "relu.xml"
+    ir.write_model(onnx_to_ir(one_node_model(helper.make_node("Relu", ["x"], ["y"]))), xml)
+    assert peer_process.openvino_tensor_names(("xml", xml))
+    os.kill(peer_process._CHILD.process.pid, signal.SIGSTOP)  # it will never answer
+    monkeypatch.setenv("POOLIR_PEER_TIMEOUT", "1")
+    with pytest.raises(peer_process.PeerCrash, match="did not finish this path in 1 s and was stopped"):
+        peer_process.openvino_tensor_names(("xml", xml))
+    monkeypatch.delenv("POOLIR_PEER_TIMEOUT")
+    assert peer_process.peer_seconds() == 600
+    feeds = {"x": np.full((1, 1, 4, 4), -1.0, np.float32)}
+    assert np.array_equal(peer_process.openvino_run(("xml", xml), feeds)["y"], np.zeros((1, 1, 4, 4), np.float32))
