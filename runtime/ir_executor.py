@@ -95,8 +95,9 @@ class IRProgram:
                     result_ids.append(layer.id)
                 elif is_if(layer):  # decided at run time (one a constant decides was spliced above)
                     condition = inference.inputs[(layer.id, layer.inputs[0].id)] if layer.inputs else None
-                    self._steps.append(_Step(layer, IfStep(model, layer, condition, _plan_body, nesting), inputs,
-                                             outputs))
+                    declared = [inference.outputs[(layer.id, port.id)] for port in layer.outputs]
+                    self._steps.append(_Step(layer, IfStep(model, layer, condition, declared, _plan_body, nesting),
+                                             inputs, outputs))
                 else:
                     sources = [layers[producers[(layer.id, p.id)][0]] for p in layer.inputs]
                     if _folded_by_openvino(layer, sources, folded):

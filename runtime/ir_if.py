@@ -23,10 +23,9 @@ import numpy as np
 from poolir.ir.branches import MAX_NESTING, body_depth, check_if_ports, fits, if_branch
 from poolir.ir.element_types import element_type_of
 from poolir.ir.errors import InvalidModelError, UnsupportedError, layer_label
-from poolir.ir.model import Layer, Model, Port, static_shape
+from poolir.ir.model import Layer, Model, static_shape
 from poolir.ir.shapes import TensorInfo
 from poolir.runtime.kernels.condition import condition_value
-
 
 
 class IfStep:
@@ -34,20 +33,20 @@ class IfStep:
     program (runtime.ir_executor.IRProgram) with `parameter_names`, `parameter_infos` and `result_names` by layer
     id."""
 
-    def __init__(self, model: Model, layer: Layer, condition: TensorInfo, plan: Callable[[Model, int], object],
-                 nesting: int):
+    def __init__(self, model: Model, layer: Layer, condition: TensorInfo, outputs: list[TensorInfo],
+                 plan: Callable[[Model, int], object], nesting: int):
+        """`condition`: what inference says feeds input 0; `outputs`: what it says the If gives (its declaration)."""
         where = layer_label(layer.name, layer.id, layer.type)
         if nesting == 0 and body_depth(layer) > MAX_NESTING:  # said once, here, not by the innermost body
             raise UnsupportedError(f"If bodies nested more than {MAX_NESTING} deep", file=model.source, where=where)
-        check_if_ports(model, layer, condition)  # input 0: a boolean of one element
+        check_if_ports(model, layer, condition)  # input 0: a boolean of one element; port ids are positions
         self.where, self.file = where, model.source
-        self.position = {port.id: index for index, port in enumerate(layer.inputs)}
-        self.outputs = [(port.id, _declared(port)) for port in layer.outputs]
+        self.outputs = [(port.id, declared) for port, declared in zip(layer.outputs, outputs)]
         self.bodies = []  # else, then
         for branch in ("else", "then"):
             taken = if_branch(model, layer, branch, every_output=True)
             program = plan(taken.body, nesting + 1)
-            feeds = tuple((self.position[port], program.parameter_names[parameter], program.parameter_infos[parameter])
+            feeds = tuple((port, program.parameter_names[parameter], program.parameter_infos[parameter])
                           for port, parameter in taken.inputs.items())
             results = tuple(program.result_names[taken.outputs[port.id]] for port in layer.outputs)
             self.bodies.append((branch, program, feeds, results))
@@ -68,10 +67,6 @@ class IfStep:
                 raise InvalidModelError(f"the {branch}_body computes output port {port} as {_held(value).text()}, "
                                         f"and the If declares {declared.text()}", file=self.file, where=self.where)
         return outputs
-
-
-def _declared(port: Port) -> TensorInfo:
-    return TensorInfo(str(port.element_type), port.shape)
 
 
 def _held(value: np.ndarray) -> TensorInfo:

@@ -28,10 +28,10 @@ GraphConverter = Callable[[Model, int], tuple[onnx.GraphProto, Context]]
 
 
 def convert_if(context: Context, layer: Layer, convert_graph: GraphConverter) -> None:
-    check_if_ports(context.model, layer, context.input_info(layer, 0))  # input 0: a boolean of one element
+    # input 0 is a boolean of one element, and port ids are positions
+    check_if_ports(context.model, layer, context.input_info(layer, 0))
     if body_depth(layer) > MAX_NESTING:  # checked by the outermost If: the ONNX file could not be read back
         raise UnsupportedError(f"If bodies nested more than {MAX_NESTING} deep")
-    ports = {port.id: index for index, port in enumerate(layer.inputs)}
     branches = {}
     for branch in ("then", "else"):
         taken = if_branch(context.model, layer, branch, every_output=True)
@@ -39,8 +39,9 @@ def convert_if(context: Context, layer: Layer, convert_graph: GraphConverter) ->
         feeding = {parameter: port for port, parameter in taken.inputs.items()}
         outer = {}
         for parameter, info in body.graph_inputs:
-            index = ports[feeding[parameter]]
-            given, declared = context.input_info(layer, index), body.inference.output(parameter, 0)
+            index = feeding[parameter]
+            declared = body.inference.output(parameter, taken.body.layer(parameter).outputs[0].id)
+            given = context.input_info(layer, index)
             if not fits(given, declared):
                 raise InvalidModelError(f"the {branch}_body's Parameter {parameter} takes {declared.text()}, and its "
                                         f"input port holds {given.text()}")
