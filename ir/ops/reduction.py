@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from poolir.ir.attributes import BOOL, Attr, OpVersion
 from poolir.ir.errors import UnsupportedError
 from poolir.ir.model import Dim, Layer
 from poolir.ir.registry import ShapeRules
-from poolir.ir.shapes import TensorInfo, axes_of, dynamic_shape, static_values
+from poolir.ir.element_types import is_integer
+from poolir.ir.shapes import TensorInfo, axes_of, dynamic_shape, folded, static_values
 
 # layer type -> the opset that introduced it
 REDUCE_TYPES = {"ReduceMean": 1, "ReduceMax": 1, "ReduceMin": 1, "ReduceSum": 1, "ReduceProd": 1,
@@ -37,4 +40,14 @@ def infer_reduce(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
             raise UnsupportedError("Reduce axes of unknown length without keep_dims: dynamic output rank")
         return [TensorInfo(data.element_type, dynamic_shape(rank - math.prod(count)))]
     shape = tuple(Dim.static(1) if i in axes else d for i, d in enumerate(data.shape) if keep or i not in axes)
+    fold = _INTEGER_FOLDS.get(layer.type)
+    if (fold is not None and data.value is not None and is_integer(data.element_type)
+            and (data.value.size or layer.type in ("ReduceProd", "ReduceSum"))):  # max/min of nothing: no value
+        # Shape arithmetic (OpenVINO's Flatten: ShapeOf, ReduceProd, Concat, Reshape) folds as binary ops do, with
+        # numpy's wrap-around; the static dims of the Reshape after it follow, as OpenVINO infers them.
+        with np.errstate(all="ignore"):
+            return [folded(data.element_type, shape, fold(data.value, axis=tuple(axes), keepdims=keep))]
     return [TensorInfo(data.element_type, shape)]
+
+
+_INTEGER_FOLDS = {"ReduceProd": np.prod, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min}

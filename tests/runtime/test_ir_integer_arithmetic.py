@@ -91,3 +91,18 @@ def test_a_reshape_target_computed_with_floor_mod_of_constants_is_known(tmp_path
     assert {"FloorMod", "Slice"} <= {layer.type for layer in ir.read_model(path).layers}
     outputs = assert_matches_openvino(path, {"x": RNG.standard_normal((197, 1, 2304)).astype(np.float32)})
     assert next(iter(outputs.values())).shape == (197, 1, 3, 768)
+
+
+@pytest.mark.parametrize("reduce, shape", [("reduce_prod", (16,)), ("reduce_sum", (8, 2)), ("reduce_max", (4, 4)),
+                                           ("reduce_min", (2, 8))])
+def test_a_reduction_of_a_static_shape_folds(reduce, shape, tmp_path):
+    """OpenVINO's IR of ONNX Flatten (a fuzz finding): ShapeOf, ReduceProd, Concat, Reshape; a Squeeze without axes
+    after it needs the Reshape's static dims, which OpenVINO infers (the reduction folds) and poolir did not."""
+    x = ov1.parameter([2, 4, 2], ov.Type.f32, name="x")
+    reduced = getattr(ov1, reduce)(ov1.shape_of(x), ov1.constant(np.array([0], np.int64)), keep_dims=True)
+    target = ov1.concat([reduced, ov1.constant(np.array([-1], np.int64))], 0)
+    flat = ov1.reshape(x, target, special_zero=False)
+    path = save_ir([ov.opset15.squeeze(flat).output(0)], [x], tmp_path / "flat.xml")  # no axes
+    assert any(layer.type.startswith("Reduce") for layer in ir.read_model(path).layers)
+    outputs = assert_matches_openvino(path, {"x": RNG.standard_normal((2, 4, 2)).astype(np.float32)})
+    assert next(iter(outputs.values())).shape == shape
