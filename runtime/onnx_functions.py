@@ -103,8 +103,8 @@ def _function_plan(model: onnx.ModelProto, source) -> dict[_Key, onnx.FunctionPr
 def _check_calls(model: onnx.ModelProto, functions: dict[_Key, onnx.FunctionProto], source) -> None:
     """A call gives at most as many inputs and outputs as its function declares (onnxruntime refuses more; inlined,
     the extra outputs would be values nothing computes)."""
-    bodies = [model.graph.node, *(function.node for function in functions.values())]
-    for node in (inner for body in bodies for top in body for inner in (top, *_inside(top))):
+    calls = (*nested_nodes(model.graph), *(node for function in functions.values() for node in _body_nodes(function)))
+    for node in calls:
         key = _callee(node, functions)
         if key is None:
             continue
