@@ -113,17 +113,15 @@ def parse_model(xml_bytes: bytes, weights: bytes | Any | None = None, *, source:
 
     rt_info = _only_child(root, "rt_info", source, "<net>", required=False)
     model.rt_info = _verbatim(rt_info)
-    if weights is not None and any(_holds_const(text) for layer in model.layers for _, text in layer.extra_elements):
-        model.weights = blob()  # sub-graph Consts of unknown layers point into it (ir.model.Model.weights)
+    # Sub-graph Consts of unknown layers (an If's bodies) point into the .bin (ir.model.Model.weights); a model whose
+    # bodies hold no Const is written without one.
+    nested_const = any(inner.get("type") == "Const" for element in layers_element
+                       for inner in element.iter("layer") if inner is not element)
+    if weights is not None and nested_const:
+        model.weights = blob()
     validate_graph(model)
     infer_model(model)
     return model
-
-
-def _holds_const(text: str) -> bool:
-    """Whether a kept child element (an If's body) has a Const layer: only then does the file need a .bin (a
-    model whose bodies have no Const is written without one)."""
-    return any(layer.get("type") == "Const" for layer in parse_xml_safely(text.encode("utf-8"), "<body>").iter("layer"))
 
 
 def _read_layer(element: etree._Element, ir_version: int, source: str, blob) -> Layer:
