@@ -40,6 +40,12 @@ OPENVINO_SATURATED_TYPES = ("i8", "u8")
 SATURATED_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8))  # the same, as numpy dtypes
 
 
+def is_float(dtype: np.dtype) -> bool:
+    """Whether `dtype` is a floating type, bfloat16 included (numpy gives bfloat16 kind 'V')."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype == ml_dtypes.bfloat16
+
+
 def dtype_of(element_type: str) -> np.dtype:
     try:
         return DTYPES[element_type]

@@ -15,6 +15,7 @@ from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes, first_opset_accepting
 from poolir.ir.element_types import OPENVINO_SATURATED_TYPES, dtype_of
+from poolir.ir.float_to_integer import openvino_float_to_integer
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.runtime.onnx_ops import first_opset
@@ -207,9 +208,9 @@ def convert(context: Context, layer: Layer, target: str | None = None) -> None:
     if target == source_type:
         context.node_into("Identity", [context.input(layer, 0)], [output], layer.name)
         return
-    if not _is_integer(source_type) and source_type != "boolean" and _is_integer(target):  # boolean: 0/1, exact
-        raise ConversionError(f"conversion {source_type} -> {target}: OpenVINO's float-to-integer rounding is not "
-                              "pinned against ONNX Cast's")
+    if not _is_integer(source_type) and source_type != "boolean" and _is_integer(target):
+        _float_into_integer(context, layer, source_type, target, output)
+        return
     source = context.input(layer, 0)
     if target == "boolean" and context.constant(layer, 0) is None and (source_type == "i32" or
                                                                        not _is_integer(source_type)):
@@ -226,6 +227,34 @@ def convert(context: Context, layer: Layer, target: str | None = None) -> None:
         context.node_into("And", [truth, kept], [output], layer.name)
         return
     context.node_into("Cast", [source], [output], layer.name, to=onnx_element_type(target))
+
+
+def _float_into_integer(context: Context, layer: Layer, source_type: str, target: str, output: str) -> None:
+    """Convert float -> integer by OpenVINO's rule (ir.element_types.openvino_float_to_integer): Where for the
+    bounds (NaN stays NaN, where Clip's NaN is onnxruntime's choice), then ONNX Cast, which converts as x86 does."""
+    source = context.input(layer, 0)
+    dynamic = any(not dim.is_static for i in range(len(layer.inputs)) for dim in context.input_info(layer, i).shape)
+    folded = all(context.constant(layer, i) is not None for i in range(len(layer.inputs)))
+    from_parameter = context.producer(context.input_ref(layer, 0))[0].type == "Parameter"
+    rule = openvino_float_to_integer(dtype_of(source_type), dtype_of(target), folded, dynamic, from_parameter)
+    base = layer.name
+    if rule.bounds is not None:
+        what = f"Convert {source_type} -> {target} (bounded first, as OpenVINO's CPU plugin converts it)"
+        for op_type in ("Equal",) * rule.nan_to_zero + ("Greater", "Less", "Where"):
+            check_writes(context, op_type, "f64", what)
+        if source_type != "f64":
+            (source,) = context.node("Cast", [source], f"{base}/f64", to=TensorProto.DOUBLE)  # exact
+        if rule.nan_to_zero:
+            (is_number,) = context.node("Equal", [source, source], f"{base}/is_number")
+            zero = context.initializer(np.array(0.0), f"{base}/zero")
+            (source,) = context.node("Where", [is_number, source, zero], f"{base}/nan_to_zero")
+        for compare, bound in zip(("Less", "Greater"), rule.bounds):
+            limit = context.initializer(np.array(bound), f"{base}/{compare.lower()}_bound")
+            (outside,) = context.node(compare, [source, limit], f"{base}/{compare.lower()}")
+            (source,) = context.node("Where", [outside, limit, source], f"{base}/bounded")
+    if rule.through_int32:
+        (source,) = context.node("Cast", [source], f"{base}/i32", to=TensorProto.INT32)
+    context.node_into("Cast", [source], [output], base, to=onnx_element_type(target))
 
 
 def convert_like(context: Context, layer: Layer) -> None:

@@ -8,7 +8,8 @@ from typing import Callable
 import numpy as np
 
 from poolir.ir.attributes import BOOL, ELEMENT_TYPE, STR, Attr, OpVersion
-from poolir.ir.element_types import check_computable, is_integer
+from poolir.ir.element_types import check_computable, dtype_of, is_integer
+from poolir.ir.float_to_integer import cast
 from poolir.ir.errors import InvalidModelError
 from poolir.ir.model import Dim, Layer, shape_str
 from poolir.ir.registry import ShapeRules
@@ -94,8 +95,8 @@ def infer_convert(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     (data,) = inputs
     target = layer.attrs["destination_type"]
     check_computable(target, "destination_type")
-    if data.value is not None:
-        return [folded(target, data.shape, data.value)]
+    if data.value is not None:  # OpenVINO folds it: as x86 converts
+        return [folded(target, data.shape, cast(data.value, dtype_of(target)))]
     if data.elements is not None and is_integer(target):  # shape elements fit every integer type
         return [info_of_elements(target, data.shape, list(data.elements))]
     return [TensorInfo(target, data.shape)]

@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from poolir.ir.element_types import SATURATED_DTYPES, dtype_of
+from poolir.ir.float_to_integer import openvino_float_to_integer
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
 from poolir.runtime.kernels.elementwise import (cast, divide, modulo, openvino_cpu_integer, openvino_cpu_integer_unary,
@@ -201,36 +202,33 @@ def openvino_truth(x: np.ndarray, folded: bool) -> np.ndarray:
     return truth
 
 
-def openvino_convert(x: np.ndarray, dtype: np.dtype, folded: bool, dynamic: bool = False) -> np.ndarray:
-    """Convert: float -> integer truncates toward zero (OpenVINO: [-1.7, 1.5, 2.5] -> [-1, 1, 2] for i32) as x86
-    converts (kernels.elementwise.cast); an f16 infinity becomes +-65504 first when the target is i32 or i64
-    (OpenVINO 2026.4 CPU; into i8/u8 it gives 0, as f32's does).
-
-    dynamic (an input dim declared dynamic, not folded): the CPU plugin's dynamic-shape path saturates a float
-    into i8/u8 instead, NaN giving 0: f32 [300, -159, nan, 255.5] -> u8 [255, 0, 0, 255], where the same layer on
-    static dims gives [44, 97, 0, 255] (OpenVINO 2026.4; also after other layers). The spec leaves values out of
-    the destination's range undefined."""
+def openvino_convert(x: np.ndarray, dtype: np.dtype, info: LayerInfo) -> np.ndarray:
+    """Convert: float -> integer as `ir.element_types.openvino_float_to_integer` rules (x86's truncation, with the
+    CPU plugin's saturations at run time); to boolean: `openvino_truth`; otherwise numpy's conversion."""
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
-        return openvino_truth(x, folded)
-    if dynamic and not folded and is_float(x.dtype) and dtype in SATURATED_DTYPES:
-        limits = np.iinfo(dtype)
-        wide = np.nan_to_num(np.trunc(x.astype(np.float32)), nan=0.0, posinf=limits.max, neginf=limits.min)
-        return np.clip(wide, limits.min, limits.max).astype(dtype)
-    if x.dtype == np.float16 and dtype in (np.int32, np.int64):
-        x = np.clip(x, -np.finfo(np.float16).max, np.finfo(np.float16).max)
-    return cast(x, dtype)
+        return openvino_truth(x, info.folded)
+    if not is_float(x.dtype) or dtype.kind not in "iu":
+        return cast(x, dtype)
+    rule = openvino_float_to_integer(x.dtype, dtype, info.folded, info.dynamic, 0 in info.parameter_inputs)
+    wide = x.astype(np.float64)  # exact for every float type
+    if rule.nan_to_zero:
+        wide = np.where(np.isnan(wide), 0.0, wide)
+    if rule.bounds is not None:
+        low, high = rule.bounds
+        wide = np.where(wide > high, high, np.where(wide < low, low, wide))
+    return cast(wide, np.int32 if rule.through_int32 else dtype).astype(dtype, copy=False)
 
 
 @builder("Convert")
 def _convert(info):
     dtype = dtype_of(info.layer.attrs.get("destination_type", ""))
-    return lambda args: (openvino_convert(args[0], dtype, info.folded, info.dynamic),)
+    return lambda args: (openvino_convert(args[0], dtype, info),)
 
 
 @builder("ConvertLike")
 def _convert_like(info):
-    return lambda args: (openvino_convert(args[0], args[1].dtype, info.folded, info.dynamic),)
+    return lambda args: (openvino_convert(args[0], args[1].dtype, info),)
 
 
 @builder("Mod")

@@ -41,6 +41,9 @@ class LayerInfo:
     # an input dim is dynamic (as inferred from the declared dims): OpenVINO's CPU plugin then runs the layer
     # through its dynamic-shape path, which some layers compute differently (Convert: runtime/ir_ops/elementwise.py)
     dynamic: bool = False
+    # input ports a Parameter feeds straight: OpenVINO's CPU plugin converts an f64 Parameter's values at the input
+    # boundary, saturating, so a Convert straight from it saturates (ir.element_types.openvino_float_to_integer)
+    parameter_inputs: frozenset[int] = frozenset()
 
 
 Builder = Callable[[LayerInfo], LayerFn]

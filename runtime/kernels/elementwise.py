@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from poolir.ir.float_to_integer import cast, float_to_integer_x86
 from poolir.runtime.kernels.precision import accumulation_dtype, is_float
 
 
@@ -36,17 +37,6 @@ def power(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
     work = accumulation_dtype(base.dtype)
     result = np.power(base.astype(work, copy=False), exponent.astype(work, copy=False))
     return result.astype(base.dtype, copy=False)
-
-
-def float_to_integer_x86(values: np.ndarray, dtype: np.dtype, round_half_even: bool = False) -> np.ndarray:
-    """x86's float -> integer conversion (cvttsd2si, or cvtps2dq with `round_half_even`): truncate toward zero
-    (or round half to even); NaN, infinities and values outside `dtype` become its minimum, where numpy's
-    astype is undefined and warns."""
-    limits = np.iinfo(dtype)
-    with np.errstate(invalid="ignore"):
-        inside = np.isfinite(values) & (values >= limits.min) & (values < float(limits.max) + 1)
-    kept = np.where(inside, values, 0)
-    return np.where(inside, np.rint(kept) if round_half_even else np.trunc(kept), limits.min).astype(dtype)
 
 
 def modulo(a: np.ndarray, b: np.ndarray, fmod: bool) -> np.ndarray:
@@ -140,18 +130,6 @@ def openvino_cpu_integer_unary(function, x: np.ndarray, constant: bool = False, 
         limits = np.iinfo(x.dtype)
         result = np.clip(result, limits.min, limits.max)
     return result.astype(x.dtype)
-
-
-def cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """x as `dtype`. A float into a signed or 8-bit integer goes as x86 converts it, which numpy leaves undefined
-    (and warns about): truncated into int64, or into int32 and then wrapped into i8/u8/i32; NaN, infinities and
-    values outside give the minimum before the wrap (f32 [nan, inf, 300.5, 65504] -> i8 [0, 0, 44, -32]), as
-    onnxruntime 1.31's Cast and OpenVINO 2026.4's Convert compute it."""
-    dtype = np.dtype(dtype)
-    if is_float(x.dtype) and (dtype.kind == "i" or dtype == np.uint8):
-        wide = np.dtype(np.int64) if dtype == np.int64 else np.dtype(np.int32)
-        return float_to_integer_x86(x.astype(np.float64), wide).astype(dtype)
-    return x.astype(dtype, copy=False)
 
 
 __all__ = ["cast", "divide", "float_to_integer_x86", "modulo", "openvino_cpu_integer", "openvino_cpu_integer_unary",
