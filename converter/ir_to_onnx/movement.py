@@ -177,14 +177,11 @@ def pad(context: Context, layer: Layer) -> None:
         else:
             padded = pad_node(context, padded, grown, mode, value, layer.name, target)
     if crops:
-        _check_slice_inputs(context, "Pad with negative pads (a crop)")
         axes = [axis for axis, (b, e) in enumerate(zip(begin, end)) if b < 0 or e < 0]
         starts = [max(0, -begin[axis]) for axis in axes]
         stops = [end[axis] if end[axis] < 0 else _INT64_MAX for axis in axes]
-        base = f"{layer.name}/crop"
-        context.node_into("Slice", [padded, context.int64s(starts, f"{base}/starts"),
-                                    context.int64s(stops, f"{base}/ends"), context.int64s(axes, f"{base}/axes")],
-                          [output], layer.name)
+        _constant_slice(context, "Pad with negative pads (a crop)", f"{layer.name}/crop", padded, output, starts,
+                        stops, axes)
 
 
 def _computed_pad(context: Context, layer: Layer, mode: str, value: np.ndarray | None) -> None:
@@ -196,7 +193,8 @@ def _computed_pad(context: Context, layer: Layer, mode: str, value: np.ndarray |
                               "symmetric mode, and its Gather rewrite needs the pads)")
     since = first_opset_where("Pad", lambda row: not {"pads", "paddings"} & set(row.attributes))
     context.check_opset(since, f"Pad by pads computed at run time needs ONNX Pad's pads input, from opset {since}")
-    _check_slice_inputs(context, "Pad by pads computed at run time (a crop where they are negative)")
+    context.check_opset(_slice_inputs_since(), "Pad by pads computed at run time (a crop where they are negative) "
+                        f"needs ONNX Slice-{_slice_inputs_since()}")
     base, rank = layer.name, len(context.input_info(layer, 0).shape)
     begin, end = (_as_int64(context, context.input(layer, i), context.input_info(layer, i), f"{base}/{what}")
                   for i, what in ((1, "begin"), (2, "end")))
@@ -263,15 +261,39 @@ def gather(context: Context, layer: Layer) -> None:
                       layer.name, axis=_positive_axis(axis, rank))
 
 
-def _check_slice_inputs(context: Context, what: str) -> None:
+def _slice_inputs_since() -> int | None:
     """ONNX Slice takes starts, ends, axes and steps as inputs from the version that dropped the attributes."""
-    since = first_opset_where("Slice", lambda row: "starts" not in row.attributes)
-    context.check_opset(since, f"{what} needs ONNX Slice-{since}")
+    return first_opset_where("Slice", lambda row: "starts" not in row.attributes)
+
+
+def _constant_slice(context: Context, what: str, base: str, data: str, output: str, starts: list[int],
+                    ends: list[int], axes: list[int], steps: list[int] | None = None) -> None:
+    """ONNX Slice of constant bounds; before Slice-10, Slice-1's attributes hold them when every step is 1 (the
+    same clamping: past the end is the end, negative counts from it)."""
+    steps = steps or [1] * len(starts)
+    since = _slice_inputs_since()
+    if since is not None and context.opset < since and all(step == 1 for step in steps):
+        context.node_into("Slice", [data], [output], base, starts=starts, ends=ends, axes=axes)
+        return
+    context.check_opset(since, f"{what} with a step other than 1 needs ONNX Slice-{since}")
+    context.node_into("Slice", [data, context.int64s(starts, f"{base}/starts"), context.int64s(ends, f"{base}/ends"),
+                                context.int64s(axes, f"{base}/axes"), context.int64s(steps, f"{base}/steps")],
+                      [output], base)
 
 
 def slice_(context: Context, layer: Layer) -> None:
-    _check_slice_inputs(context, "Slice with inputs")
     # Slice-8: (data, start, stop, step[, axes]) -> ONNX (data, starts, ends, axes, steps), same clamping.
+    since = _slice_inputs_since()
+    if context.opset < since:
+        values = [context.constant(layer, i) for i in range(1, len(layer.inputs))]
+        if any(value is None for value in values):
+            context.check_opset(since, f"Slice with bounds known only at run time needs ONNX Slice-{since}")
+        start, stop, step = ([int(v) for v in np.ravel(value)] for value in values[:3])
+        rank = len(context.input_info(layer, 0).shape)
+        axes = [int(v) % rank for v in np.ravel(values[3])] if len(values) > 3 else list(range(len(start)))
+        _constant_slice(context, "Slice", layer.name, context.input(layer, 0), context.name_output(layer, 0),
+                        start, stop, axes, step)
+        return
     inputs = [_as_int64(context, context.input(layer, i), context.input_info(layer, i), f"{layer.name}/{i}")
               for i in range(1, len(layer.inputs))]
     start, stop, step = inputs[:3]
@@ -281,7 +303,6 @@ def slice_(context: Context, layer: Layer) -> None:
 
 
 def strided_slice(context: Context, layer: Layer) -> None:
-    _check_slice_inputs(context, "StridedSlice")
     begin = context.constant_ints(layer, 1, "StridedSlice begin")
     end = context.constant_ints(layer, 2, "StridedSlice end")
     stride = context.constant_ints(layer, 3, "StridedSlice strides") if len(layer.inputs) > 3 else [1] * len(begin)
@@ -299,10 +320,8 @@ def strided_slice(context: Context, layer: Layer) -> None:
               for i, (b, s) in enumerate(zip(begin, stride))]
     ends = [(_INT64_MAX if s > 0 else _INT64_MIN) if bit("end_mask", i) else e
             for i, (e, s) in enumerate(zip(end, stride))]
-    base = layer.name
-    context.node_into("Slice", [context.input(layer, 0), context.int64s(starts, f"{base}/starts"),
-                                context.int64s(ends, f"{base}/ends"), context.int64s(range(len(begin)), f"{base}/axes"),
-                                context.int64s(stride, f"{base}/steps")], [context.name_output(layer, 0)], base)
+    _constant_slice(context, "StridedSlice", layer.name, context.input(layer, 0), context.name_output(layer, 0),
+                    starts, ends, list(range(len(begin))), stride)
 
 
 def broadcast(context: Context, layer: Layer) -> None:
