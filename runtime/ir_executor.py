@@ -105,9 +105,9 @@ class IRProgram:
                     info = LayerInfo(layer, frozenset(i for i, port in enumerate(layer.outputs)
                                                        if (layer.id, port.id) in consumed), layer.id in folded,
                                      frozenset(i for i, s in enumerate(sources) if s.type == "Const" or s.id in folded),
-                                     any(not dim.is_static for port in layer.inputs
-                                         for dim in inference.inputs[(layer.id, port.id)].shape),
-                                     frozenset(i for i, s in enumerate(sources) if s.type == "Parameter"))
+                                     nesting > 0 or any(not dim.is_static for port in layer.inputs
+                                                        for dim in inference.inputs[(layer.id, port.id)].shape),
+                                     frozenset(i for i, s in enumerate(sources) if s.type == "Parameter" and not nesting))
                     self._steps.append(_Step(layer, BUILDERS[layer.type](info), inputs, outputs))
             except PoolirError as error:
                 raise error.located(file=self.file, where=where) from None

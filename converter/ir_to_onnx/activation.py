@@ -146,8 +146,8 @@ def clamp(context: Context, layer: Layer) -> None:
     dtype = dtype_of(element_type)
     low, high = layer.attrs["min"], layer.attrs["max"]
     if is_integer(element_type):
-        dynamic = any(not dim.is_static for dim in info.shape)
-        low, high = clamp_integer_bounds(low, high, element_type, dynamic)  # OpenVINO's rounding of the bounds
+        # OpenVINO's rounding of the bounds
+        low, high = clamp_integer_bounds(low, high, element_type, context.on_dynamic_path(layer))
     bounds = np.asarray(low).astype(dtype), np.asarray(high).astype(dtype)
     source, output = context.input(layer, 0), context.name_output(layer, 0)
     if has_attribute("Clip", context.opset, "min"):

@@ -24,7 +24,7 @@ from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.model import Layer, Model
 from poolir.runtime.onnx_subgraphs import subgraphs
 
-GraphConverter = Callable[[Model, int], tuple[onnx.GraphProto, Context]]
+GraphConverter = Callable[..., tuple[onnx.GraphProto, Context]]  # driver.convert_graph
 
 
 def convert_if(context: Context, layer: Layer, convert_graph: GraphConverter) -> None:
@@ -35,7 +35,7 @@ def convert_if(context: Context, layer: Layer, convert_graph: GraphConverter) ->
     branches = {}
     for branch in ("then", "else"):
         taken = if_branch(context.model, layer, branch, every_output=True)
-        graph, body = convert_graph(taken.body, context.opset)
+        graph, body = convert_graph(taken.body, context.opset, in_body=True)
         feeding = {parameter: port for port, parameter in taken.inputs.items()}
         outer = {}
         for parameter, info in body.graph_inputs:

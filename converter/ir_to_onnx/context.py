@@ -20,6 +20,7 @@ class Context:
     model: Model
     inference: Inference
     opset: int
+    in_body: bool = False  # converting an If-8 body
     nodes: list = field(default_factory=list)
     initializers: list = field(default_factory=list)
     graph_inputs: list = field(default_factory=list)  # (Parameter layer id, ValueInfoProto)
@@ -116,6 +117,17 @@ class Context:
     def input_ref(self, layer: Layer, index: int) -> tuple[int, int]:
         """The IR output feeding input `index` of `layer`."""
         return self.producers[(layer.id, layer.inputs[index].id)]
+
+    def on_dynamic_path(self, layer: Layer) -> bool:
+        """Whether OpenVINO's CPU plugin runs `layer` on its dynamic-shape path, which computes some layers otherwise
+        (runtime.ir_ops.registry.LayerInfo.dynamic): an input dim is dynamic, or the layer is in an If body."""
+        return self.in_body or any(not dim.is_static for i in range(len(layer.inputs))
+                                   for dim in self.input_info(layer, i).shape)
+
+    def from_input_boundary(self, layer: Layer, index: int) -> bool:
+        """Whether a Parameter of the model (not of an If body) feeds input `index` straight
+        (runtime.ir_ops.registry.LayerInfo.parameter_inputs)."""
+        return not self.in_body and self.producer(self.input_ref(layer, index))[0].type == "Parameter"
 
     def constant(self, layer: Layer, index: int) -> np.ndarray | None:
         """The value of input `index` when inference knows it (a Const or folded shape arithmetic)."""

@@ -31,9 +31,10 @@ def ir_to_onnx(model: Model, opset: int = NEWEST_WRITTEN_OPSET,
                              producer_name="poolir")
 
 
-def convert_graph(model: Model, opset: int, progress: Callable[[int, int], None] | None = None
-                  ) -> tuple[onnx.GraphProto, Context]:
-    """The ONNX graph of `model`, and the context that wrote it (which layer became which input and output)."""
+def convert_graph(model: Model, opset: int, progress: Callable[[int, int], None] | None = None,
+                  in_body: bool = False) -> tuple[onnx.GraphProto, Context]:
+    """The ONNX graph of `model` (an If-8 body when `in_body`), and the context that wrote it (which layer became
+    which input and output)."""
     model = with_constant_branches(model)  # an If-8 whose condition inference knows: the body it takes
     # Every layer type without a conversion at once (unknown types and versions included), before inference.
     refuse_unknown_layers([layer for layer in model.layers if not is_if(layer)], model.source,
@@ -44,7 +45,7 @@ def convert_graph(model: Model, opset: int, progress: Callable[[int, int], None]
         raise InvalidModelError("the model has no Result layer, so the ONNX graph would have no outputs "
                                 "and compute nothing", file=model.source)
     inference = infer_model(model)
-    context = Context(model, inference, opset)
+    context = Context(model, inference, opset, in_body)
     for done, layer in enumerate(inference.order, 1):
         if progress is not None:
             progress(done, len(inference.order))

@@ -126,10 +126,10 @@ def _refuse_integer_division_by_zero(context: Context, layer: Layer) -> None:
 def divide(context: Context, layer: Layer) -> None:
     _refuse_integer_division_by_zero(context, layer)
     if _saturates(context, layer):  # truncated whatever m_pythondiv says, on run-time inputs
-        if any(not dim.is_static for i in range(2) for dim in context.input_info(layer, i).shape):
-            raise ConversionError(f"{layer.type} of {context.input_info(layer, 0).element_type} on dynamic dims: "
-                                  "OpenVINO's CPU plugin rounds the quotient half to even there (truncates on static "
-                                  "dims), which poolir does not write in ONNX")
+        if context.on_dynamic_path(layer):
+            raise ConversionError(f"{layer.type} of {context.input_info(layer, 0).element_type} on dynamic dims or in "
+                                  "an If body: OpenVINO's CPU plugin rounds the quotient half to even there (truncates "
+                                  "on static dims), which poolir does not write in ONNX")
         _in_int32_saturated(context, layer, "Div")
         return
     check_writes(context, "Div", context.input_info(layer, 0).element_type, layer.type)
@@ -233,10 +233,9 @@ def _float_into_integer(context: Context, layer: Layer, source_type: str, target
     """Convert float -> integer by OpenVINO's rule (ir.element_types.openvino_float_to_integer): Where for the
     bounds (NaN stays NaN, where Clip's NaN is onnxruntime's choice), then ONNX Cast, which converts as x86 does."""
     source = context.input(layer, 0)
-    dynamic = any(not dim.is_static for i in range(len(layer.inputs)) for dim in context.input_info(layer, i).shape)
     folded = all(context.constant(layer, i) is not None for i in range(len(layer.inputs)))
-    from_parameter = context.producer(context.input_ref(layer, 0))[0].type == "Parameter"
-    rule = openvino_float_to_integer(dtype_of(source_type), dtype_of(target), folded, dynamic, from_parameter)
+    rule = openvino_float_to_integer(dtype_of(source_type), dtype_of(target), folded, context.on_dynamic_path(layer),
+                                     context.from_input_boundary(layer, 0))
     base = layer.name
     if rule.bounds is not None:
         what = f"Convert {source_type} -> {target} (bounded first, as OpenVINO's CPU plugin converts it)"

@@ -38,11 +38,12 @@ class LayerInfo:
     # ShapeOf of static dims, transitively), with its reference implementation, not the CPU plugin's kernel.
     folded: bool = False
     constant_inputs: frozenset[int] = frozenset()  # input ports whose values OpenVINO knows when compiling
-    # an input dim is dynamic (as inferred from the declared dims): OpenVINO's CPU plugin then runs the layer
-    # through its dynamic-shape path, which some layers compute differently (Convert: runtime/ir_ops/elementwise.py)
+    # an input dim is dynamic (as inferred from the declared dims), or the layer is in an If-8 body: OpenVINO's CPU
+    # plugin then runs the layer through its dynamic-shape path (bodies whatever their dims), which computes some
+    # layers differently (Convert, i8/u8 Divide, integer Clamp bounds)
     dynamic: bool = False
-    # input ports a Parameter feeds straight: OpenVINO's CPU plugin converts an f64 Parameter's values at the input
-    # boundary, saturating, so a Convert straight from it saturates (ir.element_types.openvino_float_to_integer)
+    # input ports a Parameter of the model (not of an If body) feeds straight: OpenVINO's CPU plugin converts an f64
+    # or f16 Parameter's values at the input boundary (ir.float_to_integer.openvino_float_to_integer)
     parameter_inputs: frozenset[int] = frozenset()
 
 
