@@ -107,7 +107,8 @@ class IRProgram:
                                      frozenset(i for i, s in enumerate(sources) if s.type == "Const" or s.id in folded),
                                      nesting > 0 or any(not dim.is_static for port in layer.inputs
                                                         for dim in inference.inputs[(layer.id, port.id)].shape),
-                                     frozenset(i for i, s in enumerate(sources) if s.type == "Parameter" and not nesting))
+                                     frozenset(i for i, s in enumerate(sources)
+                                               if s.type == "Parameter" and not nesting))
                     self._steps.append(_Step(layer, BUILDERS[layer.type](info), inputs, outputs))
             except PoolirError as error:
                 raise error.located(file=self.file, where=where) from None

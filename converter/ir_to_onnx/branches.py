@@ -21,7 +21,7 @@ from onnx import helper
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.ir.branches import MAX_NESTING, body_depth, check_if_ports, fits, if_branch
 from poolir.ir.errors import InvalidModelError, UnsupportedError
-from poolir.ir.model import Layer, Model
+from poolir.ir.model import Layer
 from poolir.runtime.onnx_subgraphs import subgraphs
 
 GraphConverter = Callable[..., tuple[onnx.GraphProto, Context]]  # driver.convert_graph
