@@ -8,7 +8,10 @@ still what the spec means. The facts are onnxruntime 1.31's CPU kernels, each fo
 - no kernel: AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool and GlobalLpPool for double (every
   opset), MaxPool-1 for double, GlobalLpPool-22 for any type, and no pooling kernel for bfloat16;
 - "Pad should be smaller than kernel": a pool pad >= kernel_shape (not the dilated kernel) is refused;
-- auto_pad SAME_* with dilations > 1: pads computed from the undilated kernel (wrong numbers, no error).
+- auto_pad SAME_* with dilations > 1: pads computed from the undilated kernel (wrong numbers, no error);
+- Resize linear and cubic on some axes only (onnxruntime_resizes): "'Cubic' mode only supports 2-D inputs or 4-D
+  inputs with the corresponding outermost 2 scale values being 1 or ... outermost and innermost ... and other
+  scales >= 1", at run time.
 """
 
 from __future__ import annotations
@@ -34,6 +37,20 @@ def onnxruntime_lacks(op_type: str, opset: int, element_type: int) -> bool:
     if element_type == TensorProto.DOUBLE and (op_type in _NO_DOUBLE or since < 8):
         return True
     return op_type == "GlobalLpPool" and since >= 22
+
+
+def onnxruntime_resizes(mode: str, rank: int, resized: list[int], upscaling: bool) -> bool:
+    """Whether onnxruntime's Resize `mode` kernel takes a rank-`rank` input whose axes `resized` are scaled (the
+    others keep scale 1), `upscaling` when no scale is below 1. Nearest takes any; linear 2-D and 3-D inputs, 4-D
+    with the outer two axes or the outer and inner ones unscaled, 5-D with the outer two unscaled; cubic 2-D
+    inputs, and 4-D with the outer two unscaled, or the outer and inner ones when upscaling."""
+    inner = set(resized)
+    if mode == "nearest" or not inner:
+        return True
+    if mode == "linear":
+        return (rank in (2, 3) or (rank == 4 and (inner <= {2, 3} or inner <= {1, 2}))
+                or (rank == 5 and inner <= {2, 3, 4}))
+    return rank == 2 or (rank == 4 and (inner <= {2, 3} or (inner <= {1, 2} and upscaling)))
 
 
 def onnxruntime_warnings(model: onnx.ModelProto) -> list[str]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
+from poolir.converter.ir_to_onnx.onnxruntime_gaps import onnxruntime_resizes
 from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
 from poolir.converter.shape_elements import kept_whatever_length, own_dims_marked
 from poolir.ir.errors import ConversionError
@@ -82,24 +83,25 @@ def interpolate(context: Context, layer: Layer) -> None:
         (source,) = context.node("Pad", [source, context.int64s(begins + ends, f"{layer.name}/pads")],
                                  f"{layer.name}/padded", mode="constant")
     resize_attrs = _resize_attributes(attrs, nearest_mode)
+    scaled = {axis: a.output >= a.length for axis, a in zip(axes, ir_axes)
+              if (a.scale != 1 if calc == "scales" else a.output != a.length)}  # axis -> whether it grows
+    perm = _onnxruntime_layout(resize_attrs["mode"], rank, list(scaled), all(scaled.values()))
+    order = perm or list(range(rank))
     if has_attribute("Resize", context.opset, "axes"):
-        resize_attrs["axes"] = list(axes)
-        chosen = list(range(len(axes)))
+        resize_attrs["axes"] = [order.index(axis) for axis in axes]
         targets = [(ir_axis.scale, ir_axis.output) for ir_axis in ir_axes]
     elif calc == "sizes" and None in out_dims:
         raise ConversionError(f"Resize before opset 18 takes sizes for every axis, which needs static output dims, "
                               f"got {out_dims}")
     else:
-        chosen = list(range(rank))
-        targets = [(1.0, out_dims[axis]) for axis in range(rank)]
-        for axis, ir_axis in zip(axes, ir_axes):
-            targets[axis] = (ir_axis.scale, ir_axis.output)
+        by_axis = {axis: (ir_axis.scale, ir_axis.output) for axis, ir_axis in zip(axes, ir_axes)}
+        targets = [by_axis.get(axis, (1.0, out_dims[axis])) for axis in order]
     if calc == "scales":
-        scales = context.initializer(np.array([targets[i][0] for i in chosen], np.float32), f"{layer.name}/scales")
-        _write_resize(context, layer, source, resize_attrs, scales=scales)
+        scales = context.initializer(np.array([scale for scale, _ in targets], np.float32), f"{layer.name}/scales")
+        _write_resize(context, layer, source, resize_attrs, scales=scales, perm=perm)
     else:
-        sizes = context.int64s([targets[i][1] for i in chosen], f"{layer.name}/sizes")
-        _write_resize(context, layer, source, resize_attrs, sizes=sizes)
+        sizes = context.int64s([size for _, size in targets], f"{layer.name}/sizes")
+        _write_resize(context, layer, source, resize_attrs, sizes=sizes, perm=perm)
 
 
 def _resize_attributes(attrs: dict, nearest_mode: str) -> dict:
@@ -109,12 +111,35 @@ def _resize_attributes(attrs: dict, nearest_mode: str) -> dict:
             "nearest_mode": nearest_mode, "cubic_coeff_a": float(attrs["cube_coeff"])}
 
 
+def _onnxruntime_layout(mode: str, rank: int, resized: list[int], upscaling: bool) -> list[int] | None:
+    """None when onnxruntime's `mode` Resize takes the `resized` axes where they are; else the permutation that
+    moves them last, where it takes them (an NHWC cubic resize: NCHW), each axis still resized alone."""
+    if onnxruntime_resizes(mode, rank, resized, upscaling):
+        return None
+    perm = _moved_last(rank, resized)
+    if onnxruntime_resizes(mode, rank, [perm.index(axis) for axis in resized], upscaling):
+        return perm
+    raise ConversionError(f"onnxruntime's {mode} Resize takes no rank-{rank} input resized on {len(resized)} axes "
+                          "(onnxruntime_gaps.onnxruntime_resizes), in any order of the axes")
+
+
+def _moved_last(rank: int, axes: list[int]) -> list[int]:
+    return [axis for axis in range(rank) if axis not in axes] + sorted(axes)
+
+
 def _write_resize(context: Context, layer: Layer, source: str, resize_attrs: dict, *, scales: str | None = None,
-                  sizes: str | None = None) -> None:
-    """The Resize node writing the layer's output: an empty roi, and scales or sizes."""
+                  sizes: str | None = None, perm: list[int] | None = None) -> None:
+    """The Resize node writing the layer's output: an empty roi, and scales or sizes; between Transposes by `perm`
+    (scales, sizes and axes already in its order) when it is given."""
     empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
+    output = context.name_output(layer, 0)
+    if perm is not None:
+        (source,) = context.node("Transpose", [source], f"{layer.name}/moved", perm=perm)
+        resized = context.fresh(f"{layer.name}/resized")
     inputs = [source, empty, scales] if sizes is None else [source, empty, empty, sizes]
-    context.node_into("Resize", inputs, [context.name_output(layer, 0)], layer.name, **resize_attrs)
+    context.node_into("Resize", inputs, [output if perm is None else resized], layer.name, **resize_attrs)
+    if perm is not None:
+        context.node_into("Transpose", [resized], [output], layer.name, perm=[perm.index(a) for a in range(len(perm))])
 
 
 def _computed_sizes(context: Context, layer: Layer, target: int, rank: int, axes: list[int]) -> None:
@@ -133,13 +158,24 @@ def _computed_sizes(context: Context, layer: Layer, target: int, rank: int, axes
     if context.input_info(layer, target).element_type != "i64":
         (sizes,) = context.node("Cast", [sizes], f"{layer.name}/sizes", to=onnx_element_type("i64"))
     resize_attrs = _resize_attributes(attrs, attrs["nearest_mode"])
+    # The lengths are not known: move the axes when onnxruntime would refuse them even as upscaled where they are,
+    # and takes them moved (sizes of every axis, the outer ones their own, stay where they are).
+    perm = None
+    if not onnxruntime_resizes(resize_attrs["mode"], rank, axes, upscaling=True):
+        moved = _moved_last(rank, axes)
+        if onnxruntime_resizes(resize_attrs["mode"], rank, [moved.index(axis) for axis in axes], upscaling=False):
+            perm = moved
+    order = perm or list(range(rank))
     if has_attribute("Resize", context.opset, "axes"):
-        resize_attrs["axes"] = axes
-    elif axes != list(range(rank)):
+        resize_attrs["axes"] = [order.index(axis) for axis in axes]
+    elif axes != list(range(rank)) or perm is not None:
         (shape,) = context.node("Shape", [context.input(layer, 0)], f"{layer.name}/shape")
         (sizes,) = context.node("ScatterElements", [shape, context.int64s(axes, f"{layer.name}/axes"), sizes],
                                 f"{layer.name}/all_sizes", axis=0)
-    _write_resize(context, layer, context.input(layer, 0), resize_attrs, sizes=sizes)
+        if perm is not None:
+            (sizes,) = context.node("Gather", [sizes, context.int64s(perm, f"{layer.name}/perm")],
+                                    f"{layer.name}/moved_sizes", axis=0)
+    _write_resize(context, layer, context.input(layer, 0), resize_attrs, sizes=sizes, perm=perm)
 
 
 def _refuse_run_time_lengths(attrs: dict) -> None:
@@ -164,12 +200,14 @@ def _integer_scales(context: Context, layer: Layer, rank: int, resized: list[tup
     _refuse_run_time_lengths(attrs)
     resize_attrs = _resize_attributes(attrs, "floor" if attrs["nearest_mode"] == "simple" else attrs["nearest_mode"])
     factors = dict(resized)
+    perm = _onnxruntime_layout(resize_attrs["mode"], rank, list(factors), upscaling=True)
+    order = perm or list(range(rank))
     if has_attribute("Resize", context.opset, "axes"):
-        resize_attrs["axes"] = list(factors)
+        resize_attrs["axes"] = [order.index(axis) for axis in factors]
     else:
-        factors = {axis: factors.get(axis, 1.0) for axis in range(rank)}
+        factors = {axis: factors.get(axis, 1.0) for axis in order}
     scales = context.initializer(np.array(list(factors.values()), np.float32), f"{layer.name}/scales")
-    _write_resize(context, layer, context.input(layer, 0), resize_attrs, scales=scales)
+    _write_resize(context, layer, context.input(layer, 0), resize_attrs, scales=scales, perm=perm)
 
 
 def _axis(attrs: dict, length: int, out: int, scale: float, nearest: str) -> AxisResize:
