@@ -81,12 +81,27 @@ def infer_binary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
                 quotient = (np.floor_divide(a.value, b.value) if layer.attrs["m_pythondiv"]
                             else np.trunc(a.value / b.value))
                 return [folded(a.element_type, shape, quotient)]
+    if a.value is not None and b.value is not None and a.element_type in _FOLDED_FLOATS:
+        with np.errstate(all="ignore"):
+            result = _FLOAT_BINARY[layer.type](a.value, b.value) if layer.type in _FLOAT_BINARY else None
+        if result is not None and np.all(np.isfinite(result)):
+            return [folded(a.element_type, shape, result)]
     return [TensorInfo(a.element_type, shape)]
+
+
+# Float values fold where IEEE arithmetic in the type gives every bit (as OpenVINO folds them, and as the runtime
+# computes them): PyTorch's size arithmetic in OpenVINO's IRs (ShapeOf, Convert to f32, Multiply by a scale, Floor,
+# Convert back), whose result OpenVINO knows when it compiles, so the dims after it are static. Finite results only.
+_FOLDED_FLOATS = ("f32", "f64")
+_FLOAT_BINARY: dict[str, Callable] = {"Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply,
+                                      "Divide": np.divide, "Maximum": np.maximum, "Minimum": np.minimum}
 
 
 @SHAPE_RULES.register(*UNARY_TYPES)
 def infer_unary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     (data,) = inputs
+    if layer.type == "Floor" and data.value is not None and data.element_type in _FOLDED_FLOATS:
+        return [folded(data.element_type, data.shape, np.floor(data.value))]
     return [TensorInfo(data.element_type, data.shape)]
 
 

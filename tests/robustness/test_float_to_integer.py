@@ -13,6 +13,7 @@ import pytest
 from poolir import ir, runtime
 from poolir.converter import ir_to_onnx
 from poolir.ir.errors import ConversionError
+from poolir.ir.infer import infer_model
 from tests.peers import onnxruntime_run, openvino_run_xml
 from tests.robustness.cli_check import invoke_cli
 from tests.robustness.edge_values import ir_file
@@ -87,3 +88,29 @@ def test_bounded_conversion_needs_onnx_where(tmp_path):
         ir_to_onnx(ir.read_model(_convert_file(tmp_path, "f16", "i32", "static")), opset=8)
     plain = ir_to_onnx(ir.read_model(_convert_file(tmp_path, "f32", "i32", "static")), opset=7)
     assert [node.op_type for node in plain.graph.node] == ["Cast"]
+
+
+def test_pytorch_size_arithmetic_in_float_leaves_the_dims_static(tmp_path):
+    """OpenVINO folds ShapeOf -> Convert(f32) -> Multiply(0.5) -> Floor -> Convert(i64) when it compiles, so the
+    Slice it bounds has static dims and a Convert to u8 after it wraps as on static dims (300 -> 44): IR inference
+    folds float arithmetic of known values too (it made the dims dynamic, and poolir saturated: 255)."""
+    def build(b):
+        x = b.parameter("x", "f32", (4, 3))
+        (shape,) = b.add("ShapeOf", "opset3", [x], {"output_type": "i64"})
+        (rows,) = b.add("Gather", "opset8", [shape, b.const(np.array([0])), b.const(np.array(0))])
+        (as_float,) = b.add("Convert", "opset1", [rows], {"destination_type": "f32"})
+        (half,) = b.add("Multiply", "opset1", [as_float, b.const(np.array(0.5, np.float32))])
+        (floored,) = b.add("Floor", "opset1", [half])
+        (stop,) = b.add("Convert", "opset1", [floored], {"destination_type": "i64"})
+        (kept,) = b.add("Slice", "opset8", [x, b.const(np.array([0])), stop, b.const(np.array([1])),
+                                            b.const(np.array([0]))])
+        return b.add("Convert", "opset1", [kept], {"destination_type": "u8"})[0]
+    path = ir_file(tmp_path, build)
+    x = {"x": np.array([[-1.5, 300.0, -159.0], [1000.7, 256.0, -0.5], [0, 0, 0], [0, 0, 0]], np.float32)}
+    expected = openvino_run_xml(path, x)["y"]
+    assert expected.tolist() == [[255, 44, 97], [232, 0, 0]]
+    model = ir.read_model(path)
+    (sliced,) = [layer for layer in model.layers if layer.type == "Slice"]
+    assert [dim.value for dim in infer_model(model).outputs[(sliced.id, sliced.outputs[0].id)].shape] == [2, 3]
+    np.testing.assert_array_equal(runtime.run(model, x)["y"], expected)
+    np.testing.assert_array_equal(onnxruntime_run(ir_to_onnx(model), x)["y"], expected)
