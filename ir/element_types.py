@@ -40,6 +40,16 @@ OPENVINO_SATURATED_TYPES = ("i8", "u8")
 SATURATED_DTYPES = tuple(np.dtype(t) for t in (np.int8, np.uint8))  # the same, as numpy dtypes
 
 
+def openvino_narrow_arithmetic(layer_type: str, dtype: np.dtype, dynamic: bool) -> tuple[bool, bool]:
+    """(subtrahend negated, product in int16): where OpenVINO 2026.4's CPU plugin computes an i8/u8 Add, Subtract or
+    Multiply of run-time values otherwise than exactly in int32 and saturated (measured): on static dims an i8
+    Subtract adds b's saturated negation (-128 - -128 -> -1, as -128 + 127); on the dynamic-shape path a u8 Multiply
+    wraps the product in int16 before saturating (255 * 255 -> 0, 181 * 181 -> 255)."""
+    dtype = np.dtype(dtype)
+    return (layer_type == "Subtract" and dtype == np.int8 and not dynamic,
+            layer_type == "Multiply" and dtype == np.uint8 and dynamic)
+
+
 def is_float(dtype: np.dtype) -> bool:
     """Whether `dtype` is a floating type, bfloat16 included (numpy gives bfloat16 kind 'V')."""
     dtype = np.dtype(dtype)

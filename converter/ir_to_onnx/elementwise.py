@@ -14,7 +14,7 @@ from onnx import TensorProto
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.opsets import check_writes, first_opset_accepting
-from poolir.ir.element_types import OPENVINO_SATURATED_TYPES, dtype_of
+from poolir.ir.element_types import OPENVINO_SATURATED_TYPES, dtype_of, openvino_narrow_arithmetic
 from poolir.ir.float_to_integer import openvino_float_to_integer
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
@@ -63,7 +63,17 @@ def _in_int32_saturated(context: Context, layer: Layer, op_type: str, **attribut
     base = layer.name
     wide = [context.node("Cast", [context.input(layer, i)], f"{base}/i32_{i}", to=TensorProto.INT32)[0]
             for i in range(2)]
+    negated, in_int16 = openvino_narrow_arithmetic(layer.type, dtype_of(element_type), context.on_dynamic_path(layer))
+    if negated:  # a + min(-b, 127)
+        (wide[1],) = context.node("Clip", [wide[1], context.initializer(np.array(-127, np.int32), f"{base}/-127")],
+                                  f"{base}/negatable")
     (result,) = context.node(op_type, wide, f"{base}/wide", **attributes)
+    if in_int16:  # ((p + 2**15) mod 2**16) - 2**15
+        check_writes(context, "Mod", "i32", what)
+        half, whole = (context.initializer(np.array(v, np.int32), f"{base}/{v}") for v in (2 ** 15, 2 ** 16))
+        (result,) = context.node("Add", [result, half], f"{base}/shifted")
+        (result,) = context.node("Mod", [result, whole], f"{base}/wrapped")
+        (result,) = context.node("Sub", [result, half], f"{base}/in_int16")
     limits = np.iinfo(dtype_of(element_type))
     bounds = [context.initializer(np.array(v, np.int32), f"{base}/{name}")
               for v, name in ((limits.min, "min"), (limits.max, "max"))]

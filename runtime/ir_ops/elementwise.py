@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from poolir.ir.element_types import SATURATED_DTYPES, dtype_of
+from poolir.ir.element_types import SATURATED_DTYPES, dtype_of, openvino_narrow_arithmetic
 from poolir.ir.float_to_integer import openvino_float_to_integer
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
@@ -63,7 +63,11 @@ def _as_cpu_plugin(info: LayerInfo, function):
         if a.dtype in _CPU_INTEGER_TYPES:
             return openvino_cpu_integer(info.layer.type, a, b, (0 in info.constant_inputs, 1 in info.constant_inputs))
         if a.dtype in SATURATED_DTYPES:
-            wide = openvino_cpu_integer(info.layer.type, a.astype(np.int32), b.astype(np.int32))
+            negated, in_int16 = openvino_narrow_arithmetic(info.layer.type, a.dtype, info.dynamic)
+            b32 = b.astype(np.int32)
+            wide = openvino_cpu_integer(info.layer.type, a.astype(np.int32), np.maximum(b32, -127) if negated else b32)
+            if in_int16:
+                wide = (wide + 2 ** 15) % 2 ** 16 - 2 ** 15
             if info.layer.type == "Divide" and info.dynamic:
                 # On its dynamic-shape path the plugin rounds an i8/u8 quotient half to even instead (7 / 2 -> 4,
                 # 5 / 2 -> 2; static dims: 3 and 2), which is exact for 8-bit values (OpenVINO 2026.4)

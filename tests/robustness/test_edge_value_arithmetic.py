@@ -266,21 +266,31 @@ def test_ir_float_remainders_follow_openvino_and_convert_exactly(tmp_path, layer
 
 
 # -- i8/u8 arithmetic on run-time inputs: OpenVINO's CPU plugin computes in int32 (Divide, FloorMod and Mod through
-# -- float32) and saturates into the type; poolir's IR run wrapped (127 + 1 gave -128) ---------------------------
+# -- float32) and saturates into the type; poolir's IR run wrapped (127 + 1 gave -128). Static dims: an i8 Subtract
+# -- adds b's saturated negation (-128 - -128 -> -1); dynamic: a u8 product wraps in int16 (255 * 255 -> 0) --------
+@pytest.mark.parametrize("dims", ["static", "dynamic"])
 @pytest.mark.parametrize("layer_type", ["Add", "Subtract", "Multiply", "Divide", "FloorMod", "Mod"])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8])
-def test_ir_narrow_integer_arithmetic_saturates_as_openvino(tmp_path, layer_type, dtype):
+def test_ir_narrow_integer_arithmetic_saturates_as_openvino(tmp_path, layer_type, dtype, dims):
     dtype = np.dtype(dtype)
     limits = np.iinfo(dtype)
-    a = np.array([limits.max, limits.min, 100, limits.min + 28, 7, 0, limits.max, 3], dtype)
-    b = np.array([1, 3, 100, 100, 2 if dtype == np.uint8 else -2, 0, limits.max, 0], dtype)
+    unsigned = dtype == np.uint8
+    a = np.array([limits.max, limits.min, 100, limits.min + 28, 7, 0, limits.max, 3, limits.min, 5,
+                  182 if unsigned else -1, 255 if unsigned else 0], dtype)
+    b = np.array([1, 3, 100, 100, 2 if unsigned else -2, 0, limits.max, 0, limits.min, limits.min,
+                  181 if unsigned else -128, 129 if unsigned else -128], dtype)
 
     def build(builder):
-        return builder.add(layer_type, "opset1", [builder.parameter("a", NUMPY_TO_IR[dtype], a.shape),
-                                                  builder.parameter("b", NUMPY_TO_IR[dtype], b.shape)])[0]
+        shape = (-1,) if dims == "dynamic" else a.shape
+        return builder.add(layer_type, "opset1", [builder.parameter("a", NUMPY_TO_IR[dtype], shape),
+                                                  builder.parameter("b", NUMPY_TO_IR[dtype], shape)])[0]
     path = ir_file(tmp_path, build)
     feeds = {"a": a, "b": b}
-    np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], openvino_run_xml(path, feeds)["y"])
+    expected = openvino_run_xml(path, feeds)["y"]
+    np.testing.assert_array_equal(runtime.run(ir.read_model(path), feeds)["y"], expected)
+    if layer_type in ("Add", "Subtract", "Multiply"):
+        invoke_cli("convert", ["convert", path, "-o", tmp_path / "narrow.onnx"], allowed=(0,))
+        np.testing.assert_array_equal(onnxruntime_run(onnx.load(tmp_path / "narrow.onnx"), feeds)["y"], expected)
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8, np.uint8])
