@@ -11,7 +11,7 @@ from onnx import TensorProto
 
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
-from poolir.converter.ir_to_onnx.opsets import first_opset_where, has_attribute
+from poolir.converter.ir_to_onnx.opsets import check_writes, first_opset_where, has_attribute
 from poolir.ir.element_types import dtype_of
 from poolir.ir.errors import ConversionError
 from poolir.ir.ops.movement import broadcast_mode, unsqueeze_axes
@@ -257,8 +257,30 @@ def gather(context: Context, layer: Layer) -> None:
         if indices is None or np.any(indices < 0):
             raise ConversionError(f"{layer.type}-{layer.opset} indices must be constant and non-negative "
                                   "(negative ones are undefined there)")
+    axis = _positive_axis(axis, rank)
+    indices, length = context.constant(layer, 1), context.input_info(layer, 0).shape[axis].value
+    if indices is not None and length is not None and np.any((indices < -length) | (indices >= length)):
+        _gather_zeroing_outside(context, layer, axis, np.asarray(indices), length)
+        return
+    # Indices known only at run time: one outside the axis makes onnxruntime stop ("out of data bounds") where
+    # OpenVINO gives zeros; the ONNX spec calls it an error.
     context.node_into("Gather", [context.input(layer, 0), context.input(layer, 1)], [context.name_output(layer, 0)],
-                      layer.name, axis=_positive_axis(axis, rank))
+                      layer.name, axis=axis)
+
+
+def _gather_zeroing_outside(context: Context, layer: Layer, axis: int, indices: np.ndarray, length: int) -> None:
+    """OpenVINO's Gather gives zeros for constant indices outside the axis ([1, 7] of 5 rows: row 1, then zeros),
+    where ONNX Gather fails: Gather of the indices with those set to 0, then Where(inside, gathered, 0)."""
+    element_type = context.input_info(layer, 0).element_type
+    check_writes(context, "Where", element_type, "Gather with constant indices outside the axis (zeros there)")
+    base, rank = layer.name, len(context.input_info(layer, 0).shape)
+    inside = (indices >= -length) & (indices < length)
+    safe = context.initializer(np.where(inside, indices, 0).astype(indices.dtype), f"{base}/inside_indices")
+    (gathered,) = context.node("Gather", [context.input(layer, 0), safe], f"{base}/gathered", axis=axis)
+    mask = inside.reshape((1,) * axis + inside.shape + (1,) * (rank - axis - 1))
+    zero = np.zeros((), dtype_of(element_type))
+    context.node_into("Where", [context.initializer(mask, f"{base}/inside"), gathered,
+                                context.initializer(zero, f"{base}/zero")], [context.name_output(layer, 0)], base)
 
 
 def _slice_inputs_since() -> int | None:
