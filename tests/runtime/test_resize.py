@@ -182,6 +182,19 @@ def test_scales_convert_as_scales_where_openvino_reads_at_them(tmp_path):
     np.testing.assert_array_equal(openvino_run_xml(tmp_path / "model.xml", {"x": x}, ["y"])["y"], [[[[5.0, 5.0, 5.0]]]])
 
 
+@pytest.mark.parametrize("mode", ["half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"])
+def test_linear_on_a_height_of_one_converts_whatever_the_coordinates(mode, tmp_path):
+    """F.interpolate(scale_factor=1.5, mode="bilinear") of an image 1 high: height 1 -> 1, every tap is the one row
+    whatever the coordinate rule (the conversion refused it: "samples differently")."""
+    attrs = {"mode": "linear", "coordinate_transformation_mode": mode}
+    model = _resize_model(13, (1, 3, 1, 2), attrs, scales=[1, 1, 1.5, 1.5])
+    x = np.random.default_rng(4).standard_normal((1, 3, 1, 2)).astype(np.float32)
+    expected = onnxruntime_run(model, {"x": x})["y"]
+    ir.write_model(onnx_to_ir(model), tmp_path / "model.xml")
+    np.testing.assert_allclose(openvino_run_xml(tmp_path / "model.xml", {"x": x}, ["y"])["y"], expected,
+                               rtol=1e-6, atol=1e-6)
+
+
 def test_a_resize_openvino_cannot_sample_alike_is_refused_in_conversion():
     """6 elements by scale 0.3333333 (just below 1/3): onnxruntime makes trunc(1.9999998) = 1 output read at
     0.5 / 0.3333333 - 0.5 = 1 (source 1); Interpolate's scales mode makes trunc(6 * (0.3333333 + 1e-6)) = 2
