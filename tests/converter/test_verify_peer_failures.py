@@ -120,3 +120,17 @@ def test_an_engine_that_does_not_answer_is_stopped_after_the_timeout(tmp_path, m
     assert peer_process.peer_seconds() == 600
     feeds = {"x": np.full((1, 1, 4, 4), -1.0, np.float32)}
     assert np.array_equal(peer_process.openvino_run(("xml", xml), feeds)["y"], np.zeros((1, 1, 4, 4), np.float32))
+
+
+def test_a_crash_left_by_another_path_is_not_blamed_on_the_next(tmp_path):
+    """OpenVINO 2026.4 returns an empty tensor for its own conversion of a ceil_mode AveragePool whose input is
+    shorter than the kernel, and crashes (SIGSEGV) on the next model it runs in that process: poolir's correct IR
+    was an ERROR row. A child that dies after serving other calls is replaced and the call made again."""
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4, "h", "w"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "short.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    report = verify_paths([path], peers=("openvino",), input_shapes={"x": (1, 4, 1, 2)})
+    rows = {row.path: row for row in report.models[0].rows}
+    assert rows["openvino(onnx->ir)"].status == "ok", rows["openvino(onnx->ir)"].detail
