@@ -54,6 +54,7 @@ def interpolate(context: Context, layer: Layer) -> None:
         raise ConversionError("Interpolate needs constant scales or sizes and axes (or sizes that are the input's own "
                               "dims on the axes it keeps)")
     axes = resized_axes(layer, rank, given if scales_mode else None, None if scales_mode else given, axes_value)
+    listed = list(axes)  # the axes the sizes input lists, in its order
     begins, ends = pads(layer, rank)
     dynamic = {axis for axis in axes if data.shape[axis].value is None and not begins[axis] and not ends[axis]}
     kept = kept_whatever_length(axes, given, dynamic, scales_mode)
@@ -67,6 +68,9 @@ def interpolate(context: Context, layer: Layer) -> None:
         resized = [(axis, float(f)) for axis, f in zip(axes, np.ravel(given)) if f != 1] if scales_mode else []
         if resized and all(f in _EXACT_SCALES for _, f in resized) and not any(begins + ends):
             _integer_scales(context, layer, rank, resized)
+            return
+        if not scales_mode:  # constant sizes of a dynamic input (OpenVINO's IR of a module upsampled to 13x17)
+            _computed_sizes(context, layer, target, rank, listed)
             return
         raise ConversionError("Interpolate needs static input and output lengths on the resized axes")
     if not axes:

@@ -206,3 +206,25 @@ def test_non_integer_scales_on_dynamic_axes_are_still_refused(tmp_path):
         onnx_to_ir(model)
     with pytest.raises(ConversionError, match="static .*lengths"):
         ir_to_onnx(ir.read_model(_openvino_ir(model, tmp_path)))
+
+
+@pytest.mark.parametrize("mode,transform,nearest", MODES)
+@pytest.mark.parametrize("opset", [13, 18])
+def test_constant_sizes_of_a_dynamic_input_convert_to_onnx(mode, transform, nearest, opset, tmp_path):
+    """OpenVINO's IR of a PyTorch module upsampled to a fixed 13x17 with a dynamic height and width: constant sizes,
+    input lengths known only at run time; both worlds read the axis at output / input as for run-time sizes (the
+    conversion refused it: "needs static input and output lengths")."""
+    if mode == "nearest" and transform == "align_corners":
+        return
+    x = ov.opset11.parameter(ov.PartialShape([-1, 3, -1, -1]), np.float32, name="x")
+    ir_mode = "linear_onnx" if mode == "linear" else mode
+    y = ov.opset11.interpolate(x, ov.opset11.constant(np.array([13, 17], np.int64)), mode=ir_mode,
+                               shape_calculation_mode="sizes", coordinate_transformation_mode=transform,
+                               nearest_mode=nearest, axes=ov.opset11.constant(np.array([2, 3], np.int64)))
+    path = tmp_path / "fixed.xml"
+    ov.save_model(ov.Model([y], [x], "fixed"), str(path), compress_to_fp16=False)
+    back = ir_to_onnx(ir.read_model(path), opset=opset)
+    for shape in SHAPES:
+        want = list(openvino_run_xml(path, _feeds(shape)).values())[0]
+        assert want.shape[2:] == (13, 17)
+        _close(list(onnxruntime_run(back, _feeds(shape)).values())[0], want, mode)
