@@ -150,20 +150,23 @@ def divide(context: Context, layer: Layer) -> None:
             and not run_time:
         # m_pythondiv=true floors an integer quotient (OpenVINO's spec and its reference implementation,
         # which constant folding uses), ONNX Div truncates: floor(a / b) = (a - mod(a, b)) / b with Mod's
-        # fmod=0 taking the divisor's sign. On run-time inputs the CPU plugin truncates whatever m_pythondiv
-        # says (runtime/ir_ops/elementwise.py), which a plain Div is (exactly, below 2**24, where its float32
-        # division is exact).
+        # fmod=0 taking the divisor's sign. On run-time inputs the CPU plugin divides in float32 and truncates
+        # whatever m_pythondiv says (runtime/ir_ops/elementwise.py): Cast, Div, Cast below.
         _check_mod(context, "integer floor division")
         remainder = context.node("Mod", [a, b], f"{layer.name}/remainder", fmod=0)[0]
         exact = context.node("Sub", [a, remainder], f"{layer.name}/multiple")[0]
         context.node_into("Div", [exact, b], [output], layer.name)
+        return
+    if _in_cpu_float32(context, layer):  # the quotient in float32, truncated
+        a, b = _as_float32(context, layer)
+        _truncated_back(context, layer, context.node("Div", [a, b], f"{layer.name}/quotient")[0], output)
         return
     context.node_into("Div", [a, b], [output], layer.name)
 
 
 def floor_mod(context: Context, layer: Layer) -> None:
     _refuse_integer_division_by_zero(context, layer)
-    if not _is_integer(context.input_info(layer, 0).element_type):
+    if not _is_integer(context.input_info(layer, 0).element_type) or _in_cpu_float32(context, layer):
         _float_remainder(context, layer, truncate=False)
         return
     _check_mod(context, "FloorMod")
@@ -171,20 +174,44 @@ def floor_mod(context: Context, layer: Layer) -> None:
                       layer.name, fmod=0)  # the divisor's sign, like FloorMod
 
 
+def _in_cpu_float32(context: Context, layer: Layer) -> bool:
+    """Whether OpenVINO's CPU plugin computes this integer Divide, FloorMod or Mod in float32: i32 and i64 of
+    run-time values (runtime.kernels.elementwise.openvino_cpu_integer: 19267583 / 7 -> 2752512); i8/u8 go through
+    _in_int32_saturated or are exact, folded ones take the reference implementation."""
+    return (context.input_info(layer, 0).element_type in ("i32", "i64")
+            and any(context.constant(layer, i) is None for i in range(2)))
+
+
+def _as_float32(context: Context, layer: Layer) -> tuple[str, str]:
+    return tuple(context.node("Cast", [context.input(layer, i)], f"{layer.name}/f32_{i}", to=TensorProto.FLOAT)[0]
+                 for i in range(2))
+
+
+def _truncated_back(context: Context, layer: Layer, value: str, output: str) -> None:
+    """A float32 result into the layer's integer type as the plugin converts it (cvttps2dq: truncated; NaN,
+    infinities and values outside int32 give INT32_MIN), through int32 for i64."""
+    element_type = context.input_info(layer, 0).element_type
+    if element_type == "i64":
+        (value,) = context.node("Cast", [value], f"{layer.name}/i32", to=TensorProto.INT32)
+    context.node_into("Cast", [value], [output], layer.name, to=onnx_element_type(element_type))
+
+
 def _float_remainder(context: Context, layer: Layer, truncate: bool) -> None:
     """a - floor(a / b) * b, or with trunc(q) written Where(q < 0, Ceil(q), Floor(q)) (-0 stays -0): OpenVINO's
     float FloorMod and Mod, step by step (runtime.kernels.elementwise.remainder_by_formula), not ONNX Mod's exact
     remainder. f16 and bf16 run in float32 and round once at the end, as the plugin and poolir's IR runtime compute
-    them (rounding each step to f16 gave 0.09375 where OpenVINO gives 0.0845)."""
+    them (rounding each step to f16 gave 0.09375 where OpenVINO gives 0.0845); so do i32 and i64 of run-time values
+    (16777217 mod 50176 -> 18432), truncated back."""
     a, b = context.input(layer, 0), context.input(layer, 1)
     source_type = context.input_info(layer, 0).element_type
-    low_precision = source_type in ("f16", "bf16")
-    if low_precision:
-        a, b = (context.node("Cast", [x], f"{layer.name}/f32_{i}", to=TensorProto.FLOAT)[0] for i, x in enumerate((a, b)))
+    integral = _is_integer(source_type)
+    in_float32 = source_type in ("f16", "bf16") or integral
+    if in_float32:
+        a, b = _as_float32(context, layer)
     quotient = context.node("Div", [a, b], f"{layer.name}/quotient")[0]
     whole = context.node("Floor", [quotient], f"{layer.name}/floor")[0]
     if truncate:
-        element_type = "f32" if low_precision else source_type
+        element_type = "f32" if in_float32 else source_type
         check_writes(context, "Less", element_type, f"{layer.type} of {element_type}")
         check_writes(context, "Where", element_type, f"{layer.type} of {element_type}")
         zero = context.initializer(np.array(0, dtype_of(element_type)), f"{layer.name}/zero")
@@ -192,18 +219,22 @@ def _float_remainder(context: Context, layer: Layer, truncate: bool) -> None:
         raised = context.node("Ceil", [quotient], f"{layer.name}/ceil")[0]
         whole = context.node("Where", [negative, raised, whole], f"{layer.name}/trunc")[0]
     product = context.node("Mul", [whole, b], f"{layer.name}/product")[0]
-    if not low_precision:
+    if not in_float32:
         context.node_into("Sub", [a, product], [context.name_output(layer, 0)], layer.name)
         return
     remainder = context.node("Sub", [a, product], f"{layer.name}/remainder")[0]
+    if integral:
+        _truncated_back(context, layer, remainder, context.name_output(layer, 0))
+        return
     context.node_into("Cast", [remainder], [context.name_output(layer, 0)], layer.name,
                       to=onnx_element_type(source_type))
 
 
 def mod(context: Context, layer: Layer) -> None:
-    """Mod-1 (the dividend's sign) is ONNX Mod with fmod=1 for integers; floats: _float_remainder."""
+    """Mod-1 (the dividend's sign) is ONNX Mod with fmod=1 for integers OpenVINO computes exactly; floats, and i32
+    and i64 of run-time values: _float_remainder."""
     _refuse_integer_division_by_zero(context, layer)
-    if not _is_integer(context.input_info(layer, 0).element_type):
+    if not _is_integer(context.input_info(layer, 0).element_type) or _in_cpu_float32(context, layer):
         _float_remainder(context, layer, truncate=True)
         return
     _check_mod(context, "Mod")
