@@ -36,13 +36,22 @@ def _unary(op_type: str) -> Callable[[Context, Layer], None]:
     return convert
 
 
-def floor(context: Context, layer: Layer) -> None:
-    """Floor of an integer (PyTorch's frontend writes one after an integer Divide) is its input; ONNX Floor
-    takes floats only. (OpenVINO's CPU plugin floors an i32 in float32, so past 2**24 it rounds: exact for the
-    shape arithmetic PyTorch writes it for.)"""
-    integral = _is_integer(context.input_info(layer, 0).element_type)
-    context.node_into("Identity" if integral else "Floor", [context.input(layer, 0)], [context.name_output(layer, 0)],
-                      layer.name)
+def _rounding(op_type: str) -> Callable[[Context, Layer], None]:
+    """Floor and Ceiling: ONNX Floor and Ceil of floats. An integer (PyTorch's frontend writes a Floor after an
+    integer Divide) is its own floor, but OpenVINO's CPU plugin takes i32/i64 through float32, which rounds past
+    2**24 (16777217 -> 16777216; 2**31 - 1 -> INT32_MIN): Cast to float32 and back through int32, as poolir's IR
+    runtime computes it (runtime.kernels.elementwise.openvino_cpu_integer_unary); i8/u8 are exact there."""
+    def convert(context: Context, layer: Layer) -> None:
+        element_type = context.input_info(layer, 0).element_type
+        source, output = context.input(layer, 0), context.name_output(layer, 0)
+        if not _is_integer(element_type):
+            context.node_into(op_type, [source], [output], layer.name)
+        elif element_type in ("i32", "i64"):
+            (value,) = context.node("Cast", [source], f"{layer.name}/f32", to=TensorProto.FLOAT)
+            _truncated_back(context, layer, value, output)
+        else:
+            context.node_into("Identity", [source], [output], layer.name)
+    return convert
 
 
 def _saturates(context: Context, layer: Layer) -> bool:
@@ -302,7 +311,7 @@ def convert_like(context: Context, layer: Layer) -> None:
 
 
 CONVERTERS = {
-    "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": floor, "Negative": _unary("Neg"),
+    "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": _rounding("Floor"), "Ceiling": _rounding("Ceil"), "Negative": _unary("Neg"),
     "Add": _binary("Add"), "Subtract": _binary("Sub"), "Multiply": _binary("Mul"),
     "Maximum": _select_by("Greater", "Max"), "Minimum": _select_by("Less", "Min"), "Power": _binary("Pow"),
     "Divide": divide, "FloorMod": floor_mod, "Mod": mod,

@@ -17,7 +17,7 @@ from poolir.ir.shapes import TensorInfo, broadcast_shapes, folded, info_of_eleme
 
 AUTO_BROADCAST = ("none", "numpy")  # "pdpd" exists in OpenVINO but no pooling model uses it
 BINARY_TYPES = ("Add", "Subtract", "Multiply", "Divide", "FloorMod", "Mod", "Maximum", "Minimum", "Power")
-UNARY_TYPES = ("Abs", "Sqrt", "Floor")
+UNARY_TYPES = ("Abs", "Sqrt", "Floor", "Ceiling")
 
 
 def _binary(layer_type: str) -> OpVersion:
@@ -95,13 +95,14 @@ def infer_binary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
 _FOLDED_FLOATS = ("f32", "f64")
 _FLOAT_BINARY: dict[str, Callable] = {"Add": np.add, "Subtract": np.subtract, "Multiply": np.multiply,
                                       "Divide": np.divide, "Maximum": np.maximum, "Minimum": np.minimum}
+_ROUNDING: dict[str, Callable] = {"Floor": np.floor, "Ceiling": np.ceil}
 
 
 @SHAPE_RULES.register(*UNARY_TYPES)
 def infer_unary(layer: Layer, inputs: list[TensorInfo]) -> list[TensorInfo]:
     (data,) = inputs
-    if layer.type == "Floor" and data.value is not None and data.element_type in _FOLDED_FLOATS:
-        return [folded(data.element_type, data.shape, np.floor(data.value))]
+    if layer.type in _ROUNDING and data.value is not None and data.element_type in _FOLDED_FLOATS:
+        return [folded(data.element_type, data.shape, _ROUNDING[layer.type](data.value))]
     return [TensorInfo(data.element_type, data.shape)]
 
 

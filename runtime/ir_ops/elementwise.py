@@ -188,6 +188,7 @@ def unary_layer(function: Callable[[np.ndarray], np.ndarray], integers_in_float3
 
 builder("Abs")(unary_layer(np.abs, integers_in_float32=False))
 builder("Floor")(unary_layer(np.floor))
+builder("Ceiling")(unary_layer(np.ceil))
 builder("Sqrt")(unary_layer(np.sqrt))
 
 

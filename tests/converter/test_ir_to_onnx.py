@@ -377,14 +377,15 @@ def test_more_layers_mean_what_openvino_computes(tmp_path):
     (low,) = b.add("Minimum", "opset1", [top, b.const(np.asarray(1.0, np.float32))])
     (root,) = b.add("Sqrt", "opset1", [low])
     (floored,) = b.add("Floor", "opset1", [x])
+    (raised,) = b.add("Ceiling", "opset1", [x])
     for name, ref in (("edge", padded_edge), ("reflect", padded_reflect), ("value", padded_value), ("sum", summed),
-                      ("l1", l1), ("like", like), ("root", root), ("floor", floored)):
+                      ("l1", l1), ("like", like), ("root", root), ("floor", floored), ("ceiling", raised)):
         b.result(ref, name=name)
     x_value = np.random.default_rng(6).standard_normal((2, 3, 4, 5)).astype(np.float32)
     back = _compare_with_openvino(b.build(), x_value, tmp_path, opset=13)
     # Maximum/Minimum of floats are Where(Greater/Less(a, b), a, b): OpenVINO's NaN rule (b), not ONNX Max's
     assert {"Transpose", "Unsqueeze", "Squeeze", "Split", "Pad", "ReduceSum", "ReduceL1", "Cast", "Greater", "Less",
-            "Where", "Sqrt", "Floor"} <= set(fnames(back))
+            "Where", "Sqrt", "Floor", "Ceil"} <= set(fnames(back))
 
 
 @pytest.mark.parametrize("opset, expected_ops", [(11, {"Greater", "Less", "Where"}), (12, {"Max", "Min"})])

@@ -33,6 +33,7 @@ LAYERS = {
     "Abs": (lambda x: ov1.absolute(x), [X]),
     "Sqrt": (lambda x: ov1.sqrt(ov1.absolute(x)), [X]),
     "Floor": (lambda x: ov1.floor(x), [X * 3]),
+    "Ceiling": (lambda x: ov1.ceiling(x), [X * 3]),
     "Abs-i8": (lambda a: ov1.absolute(a), [np.array([-128, -5, 0, 5, 127], np.int8)]),
     "Sqrt-i32": (lambda a: ov1.sqrt(a), [np.array([0, 1, 2, 3, 8, 15, 24, 26], np.int32)]),
     "Power-i32": (lambda a, b: ov1.power(a, b), [np.array([0, 1, 2, 3, 8, -1, 24, -2], np.int32),

@@ -52,6 +52,21 @@ def test_run_time_integer_arithmetic_matches_openvino(layer, dtype, tmp_path):
         np.testing.assert_array_equal(converted, list(got.values())[0], err_msg=f"{layer} converted")
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8], ids=["i32", "i64", "i8"])
+@pytest.mark.parametrize("layer", ["Floor", "Ceiling"])
+def test_integer_floor_and_ceiling_go_through_float32(layer, dtype, tmp_path):
+    """OpenVINO's IR of PyTorch's size arithmetic (a Floor after an integer Divide; Ceiling, which poolir refused):
+    the plugin takes i32/i64 through float32 (16777217 -> 16777216, 2**31 - 1 -> INT32_MIN), and so do poolir's IR
+    run and the ONNX IR -> ONNX writes."""
+    info = np.iinfo(dtype)
+    x = np.clip(np.array([2**24 + 1, 2**31 - 1, -7, 0, 5, -2**24 - 3]), info.min, info.max).astype(dtype)
+    param = ov1.parameter([x.size], OV_TYPES[np.dtype(dtype)], name="x")
+    path = save_ir((ov1.floor if layer == "Floor" else ov1.ceiling)(param).outputs(), [param], tmp_path / "r.xml")
+    (got,) = assert_matches_openvino(path, {"x": x}, context=layer).values()
+    (converted,) = onnxruntime_run(ir_to_onnx(ir.read_model(path)), {"x": x}).values()
+    np.testing.assert_array_equal(converted, got)
+
+
 def test_float32_division_is_pinned(tmp_path):
     # The facts the converter's index arithmetic is designed around (converter/onnx_to_ir/max_pool_indices.py).
     a = np.array([19267583, 2**31 - 1, 16777217, -7, 2**31], np.int64)
