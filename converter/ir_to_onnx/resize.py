@@ -8,24 +8,27 @@ whichever samples alike, and the layer is refused where neither does. Nearest mo
 truncation) has no Resize-11 spelling: it becomes floor or ceil, whichever samples every axis alike. Scales or sizes
 are written for the resized axes only (Resize's axes attribute, opset 18) or for every axis (sizes then need static
 output dims). Sizes known only at run time are passed on as they are (_computed_sizes).
-OpenVINO's own linear mode, the pillow modes and antialias have no Resize equivalent.
+OpenVINO's own linear mode without antialias is linear_onnx (ir/ops/resize.py); the pillow modes and antialias have
+no Resize equivalent.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from poolir.converter.element_types import onnx_element_type
 from poolir.converter.ir_to_onnx.context import Context
 from poolir.converter.ir_to_onnx.onnxruntime_gaps import onnxruntime_resizes
 from poolir.converter.ir_to_onnx.opsets import check_writes, has_attribute
 from poolir.converter.shape_elements import kept_whatever_length, own_dims_marked
+from poolir.ir.element_types import OPENVINO_SATURATED_TYPES, dtype_of, is_integer
 from poolir.ir.errors import ConversionError
 from poolir.ir.model import Layer
 from poolir.ir.ops.resize import coordinate_scales, pads, resized_axes
 from poolir.runtime.kernels.resize import NEAREST_MODES, AxisResize, run_time_length_problem, same_sampling
 
-_ONNX_MODES = {"nearest": "nearest", "linear_onnx": "linear", "cubic": "cubic"}
+_ONNX_MODES = {"nearest": "nearest", "linear_onnx": "linear", "linear": "linear", "cubic": "cubic"}  # ir/ops/resize.py
 
 
 def interpolate(context: Context, layer: Layer) -> None:
@@ -137,13 +140,28 @@ def _write_resize(context: Context, layer: Layer, source: str, resize_attrs: dic
     (scales, sizes and axes already in its order) when it is given."""
     empty = context.initializer(np.zeros(0, np.float32), f"{layer.name}/empty")
     output = context.name_output(layer, 0)
+    element_type = context.input_info(layer, 0).element_type
+    rounded = is_integer(element_type) and resize_attrs["mode"] != "nearest"
+    if rounded and element_type not in OPENVINO_SATURATED_TYPES:
+        raise ConversionError(f"{resize_attrs['mode']} Interpolate of {element_type} (poolir resamples integers as "
+                              "OpenVINO does only for i8/u8)")
+    if rounded:  # i8/u8 in float32, rounded half to even and saturated, as OpenVINO's CPU plugin resamples them
+        (source,) = context.node("Cast", [source], f"{layer.name}/f32", to=TensorProto.FLOAT)
     if perm is not None:
         (source,) = context.node("Transpose", [source], f"{layer.name}/moved", perm=perm)
-        resized = context.fresh(f"{layer.name}/resized")
+    last = [output if perm is None and not rounded else context.fresh(f"{layer.name}/resized")]
     inputs = [source, empty, scales] if sizes is None else [source, empty, empty, sizes]
-    context.node_into("Resize", inputs, [output if perm is None else resized], layer.name, **resize_attrs)
+    context.node_into("Resize", inputs, last, layer.name, **resize_attrs)
     if perm is not None:
-        context.node_into("Transpose", [resized], [output], layer.name, perm=[perm.index(a) for a in range(len(perm))])
+        moved_back = [output if not rounded else context.fresh(f"{layer.name}/moved_back")]
+        context.node_into("Transpose", last, moved_back, layer.name, perm=[perm.index(a) for a in range(len(perm))])
+        last = moved_back
+    if rounded:
+        limits = np.iinfo(dtype_of(element_type))
+        bounds = [context.initializer(np.array(v, np.float32), f"{layer.name}/{v}") for v in (limits.min, limits.max)]
+        (whole,) = context.node("Round", last, f"{layer.name}/rounded")
+        (whole,) = context.node("Clip", [whole, *bounds], f"{layer.name}/saturated")
+        context.node_into("Cast", [whole], [output], layer.name, to=onnx_element_type(element_type))
 
 
 def _computed_sizes(context: Context, layer: Layer, target: int, rank: int, axes: list[int]) -> None:

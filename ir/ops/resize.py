@@ -9,8 +9,12 @@ scales mode and by output / padded length in sizes mode (OpenVINO's CPU plugin: 
 at (o + 0.5) / 1.7 - 0.5, where sizes [3] read at (o + 0.5) / 1.5 - 0.5), and an axis whose length or scale the layer
 keeps is read at o.
 
-poolir executes modes nearest, linear_onnx and cubic, with the coordinate transformation modes OpenVINO's spec
-names; OpenVINO's own linear (a triangle filter) and the pillow modes, and antialias, are refused at run time.
+poolir executes modes nearest, linear_onnx, linear and cubic, with the coordinate transformation modes OpenVINO's
+spec names. OpenVINO's own linear, a triangle filter whose taps outside the data drop out (weights renormalised), is
+linear_onnx without antialias: both read the same one or two taps per axis with the same weights where the data
+holds them, and an edge coordinate reads the edge element either way (OpenVINO's PrePostProcessor writes it for
+RESIZE_LINEAR; its CPU plugin gives linear_onnx's bits on 4-D data, within an ulp on 5-D). The pillow modes and
+antialias are refused at run time.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from poolir.ir.registry import ShapeRules
 from poolir.ir.shapes import TensorInfo
 
 INTERPOLATE_MODES = ("nearest", "linear", "linear_onnx", "cubic", "bilinear_pillow", "bicubic_pillow")
-EXECUTED_MODES = ("nearest", "linear_onnx", "cubic")
+EXECUTED_MODES = ("nearest", "linear_onnx", "linear", "cubic")
 IR_COORDINATE_MODES = ("half_pixel", "pytorch_half_pixel", "asymmetric", "tf_half_pixel_for_nn", "align_corners")
 IR_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
 SCALES_EPSILON = np.float32(1e-6)

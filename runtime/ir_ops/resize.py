@@ -4,15 +4,16 @@ mode) or at output / padded length (sizes mode)."""
 
 from __future__ import annotations
 
+import numpy as np
 
-
+from poolir.ir.element_types import SATURATED_DTYPES
 from poolir.ir.errors import InvalidModelError, UnsupportedError
 from poolir.ir.ops.resize import (EXECUTED_MODES, coordinate_scales, operands, output_lengths, padded_lengths, pads,
                                   resized_axes)
 from poolir.runtime.ir_ops.registry import LayerFn, LayerInfo, builder
 from poolir.runtime.kernels import movement, resize
 
-_SAMPLING = {"nearest": "nearest", "linear_onnx": "linear", "cubic": "cubic"}
+_SAMPLING = {"nearest": "nearest", "linear_onnx": "linear", "linear": "linear", "cubic": "cubic"}  # ir/ops/resize.py
 
 
 @builder("Interpolate")
@@ -43,5 +44,11 @@ def _interpolate(info: LayerInfo) -> LayerFn:
             plans.append((axis, resize.AxisResize(length, out, scale, attrs["coordinate_transformation_mode"],
                                                   _SAMPLING[attrs["mode"]], attrs["nearest_mode"],
                                                   attrs["cube_coeff"])))
+        if x.dtype in SATURATED_DTYPES and attrs["mode"] != "nearest":
+            # OpenVINO's CPU plugin resamples i8/u8 in float32, then rounds half to even and saturates (cubic
+            # overshoots: u8 264.3 -> 255), measured against its float32 result
+            limits = np.iinfo(x.dtype)
+            resampled = resize.resize(x.astype(np.float32), plans, "ir")
+            return (np.clip(np.rint(resampled), limits.min, limits.max).astype(x.dtype),)
         return (resize.resize(x, plans, "ir"),)
     return run

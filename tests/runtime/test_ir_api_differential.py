@@ -198,9 +198,11 @@ def test_verify_names_the_diverging_node_of_an_ir_without_port_names(tmp_path, i
     assert [(loc.path, loc.divergence.node) for loc in located] == [("runtime(ir->onnx)", "relu")]
 
 
-def _preprocessed_cnn(path, resize: bool):
+def _preprocessed_cnn(path, resize: str | None):
     """A small CNN behind OpenVINO's PrePostProcessor: u8 NHWC input, convert_element_type, reverse_channels,
-    mean/scale, NHWC -> NCHW (and optionally resize, which becomes Interpolate); u8 NHWC output."""
+    mean/scale, NHWC -> NCHW (and optionally resize from 9x9, which becomes Interpolate on the NHWC data: `resize`
+    LINEAR, OpenVINO's own linear mode, or CUBIC, a downscale onnxruntime's cubic kernel takes only as NCHW);
+    u8 NHWC output."""
     import openvino.opset8 as ov8
     from openvino.preprocess import PrePostProcessor, ResizeAlgorithm
 
@@ -212,7 +214,7 @@ def _preprocessed_cnn(path, resize: bool):
     ppp.input().tensor().set_element_type(ov.Type.u8).set_layout(ov.Layout("NHWC"))
     if resize:
         ppp.input().tensor().set_spatial_static_shape(9, 9)
-        ppp.input().preprocess().resize(ResizeAlgorithm.RESIZE_LINEAR)
+        ppp.input().preprocess().resize(getattr(ResizeAlgorithm, f"RESIZE_{resize}"))
     ppp.input().model().set_layout(ov.Layout("NCHW"))
     ppp.input().preprocess().convert_element_type(ov.Type.f32).reverse_channels().mean([1.0, 2.0, 3.0]) \
         .scale([64.0, 32.0, 16.0])
@@ -222,28 +224,22 @@ def _preprocessed_cnn(path, resize: bool):
     return path
 
 
-def test_preprocessing_written_by_openvino_runs_converts_and_round_trips(tmp_path):
+@pytest.mark.parametrize("resize", [None, "LINEAR", "CUBIC", "NEAREST"])
+def test_preprocessing_written_by_openvino_runs_converts_and_round_trips(tmp_path, resize):
+    """OpenVINO's linear mode was refused ("not supported"): without antialias it is linear_onnx (ir/ops/resize.py).
+    The cubic NHWC downscale converts as Transpose, Resize, Transpose (onnxruntime_gaps.onnxruntime_resizes)."""
     from poolir import converter, ir
     from tests.peers import onnxruntime_run, openvino_run_xml
 
-    path = _preprocessed_cnn(tmp_path / "m.xml", resize=False)
-    feeds = {"x": np.random.default_rng(1).integers(0, 256, (1, 6, 6, 3)).astype(np.uint8)}
+    path = _preprocessed_cnn(tmp_path / "m.xml", resize=resize)
+    side = 9 if resize else 6
+    feeds = {"x": np.random.default_rng(1).integers(0, 256, (1, side, side, 3)).astype(np.uint8)}
     expected = assert_matches_openvino(path, feeds, rtol=1e-3, atol=1e-3)["y"]
     assert expected.dtype == np.float16 and expected.shape == (1, 3, 3, 4)
     np.testing.assert_allclose(onnxruntime_run(converter.ir_to_onnx(ir.read_model(path)), feeds)["y"].astype(float),
                                expected.astype(float), rtol=1e-3, atol=1e-3)
     ir.write_model(ir.read_model(path), tmp_path / "poolir.xml")
     np.testing.assert_array_equal(openvino_run_xml(tmp_path / "poolir.xml", feeds)["y"], expected)
-
-
-def test_preprocessing_with_resize_is_refused_naming_interpolate(tmp_path):
-    from poolir import ir, runtime
-    from poolir.ir.errors import UnsupportedError
-
-    path = _preprocessed_cnn(tmp_path / "m.xml", resize=True)
-    # OpenVINO's preprocessing resizes with its own linear mode (a triangle filter), which poolir does not run
-    with pytest.raises(UnsupportedError, match=r"Interpolate mode 'linear' is not supported"):
-        runtime.Session(ir.read_model(path))
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32])
