@@ -71,6 +71,7 @@ CASES: dict[str, Build] = {
     "Abs": lambda b: b.add("Abs", "opset1", [_x(b)]),
     "Sqrt": lambda b: b.add("Sqrt", "opset1", [_x(b, (-1, 3, 4))]),
     "Floor": lambda b: b.add("Floor", "opset1", [_x(b, (1, 2), "f16")]),
+    "Ceiling": lambda b: b.add("Ceiling", "opset1", [_x(b, (1, 2), "f16")]),
     "Convert": lambda b: b.add("Convert", "opset1", [_x(b)], {"destination_type": "f16"}),
     "Convert to boolean": lambda b: b.add("Convert", "opset1", [_x(b)], {"destination_type": "boolean"}),
     "ConvertLike": lambda b: b.add("ConvertLike", "opset1", [_x(b), b.parameter("like", "f64", (1,))]),
