@@ -280,7 +280,7 @@ def convert(context: Context, layer: Layer, target: str | None = None) -> None:
 
 
 def _float_into_integer(context: Context, layer: Layer, source_type: str, target: str, output: str) -> None:
-    """Convert float -> integer by OpenVINO's rule (ir.element_types.openvino_float_to_integer): Where for the
+    """Convert float -> integer by OpenVINO's rule (ir.float_to_integer.openvino_float_to_integer): Where for the
     bounds (NaN stays NaN, where Clip's NaN is onnxruntime's choice), then ONNX Cast, which converts as x86 does."""
     source = context.input(layer, 0)
     folded = all(context.constant(layer, i) is not None for i in range(len(layer.inputs)))
@@ -311,7 +311,8 @@ def convert_like(context: Context, layer: Layer) -> None:
 
 
 CONVERTERS = {
-    "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": _rounding("Floor"), "Ceiling": _rounding("Ceil"), "Negative": _unary("Neg"),
+    "Abs": _unary("Abs"), "Sqrt": _unary("Sqrt"), "Floor": _rounding("Floor"), "Ceiling": _rounding("Ceil"),
+    "Negative": _unary("Neg"),
     "Add": _binary("Add"), "Subtract": _binary("Sub"), "Multiply": _binary("Mul"),
     "Maximum": _select_by("Greater", "Max"), "Minimum": _select_by("Less", "Min"), "Power": _binary("Pow"),
     "Divide": divide, "FloorMod": floor_mod, "Mod": mod,

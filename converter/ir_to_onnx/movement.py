@@ -193,8 +193,9 @@ def _computed_pad(context: Context, layer: Layer, mode: str, value: np.ndarray |
                               "symmetric mode, and its Gather rewrite needs the pads)")
     since = first_opset_where("Pad", lambda row: not {"pads", "paddings"} & set(row.attributes))
     context.check_opset(since, f"Pad by pads computed at run time needs ONNX Pad's pads input, from opset {since}")
-    context.check_opset(_slice_inputs_since(), "Pad by pads computed at run time (a crop where they are negative) "
-                        f"needs ONNX Slice-{_slice_inputs_since()}")
+    slice_since = _slice_inputs_since()
+    context.check_opset(slice_since, "Pad by pads computed at run time (a crop where they are negative) needs ONNX "
+                        f"Slice-{slice_since}")
     base, rank = layer.name, len(context.input_info(layer, 0).shape)
     begin, end = (_as_int64(context, context.input(layer, i), context.input_info(layer, i), f"{base}/{what}")
                   for i, what in ((1, "begin"), (2, "end")))
